@@ -1,0 +1,1 @@
+"""agentloop: a ReAct agent runtime split into gRPC services."""

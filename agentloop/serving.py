@@ -1,0 +1,152 @@
+"""What every agentloop gRPC server shares: error mapping, health, reflection, shutdown.
+
+Each service builds its server with `build_server` (port 0 in tests) and runs it
+with `run_until_signal`, so lifecycle and error semantics are identical across
+the Reasoner, the ToolService and the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from grpc_reflection.v1alpha import reflection
+
+from agentloop.errors import AgentloopError
+
+log = logging.getLogger(__name__)
+
+# Big enough for long conversations; the gateway enforces its own limits.
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+
+
+async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
+    if isinstance(exc, AgentloopError):
+        await context.abort(exc.code, exc.message)
+    log.error("unexpected error in RPC handler", exc_info=exc)
+    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Maps AgentloopError subclasses to their status codes and anything else to INTERNAL.
+
+    Wrapping the method handlers here is what keeps `context.abort` out of the
+    servicers: they raise typed errors and stay testable as plain functions.
+    """
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    return await unary(request, context)
+                except grpc.aio.AbortError:
+                    raise
+                except Exception as exc:
+                    await _abort(context, exc)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_wrapper,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                try:
+                    async for item in stream(request, context):
+                        yield item
+                except grpc.aio.AbortError:
+                    raise
+                except Exception as exc:
+                    await _abort(context, exc)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream_wrapper,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+@dataclass
+class ServerHandle:
+    """A started server, the port it bound and its health servicer."""
+
+    server: grpc.aio.Server
+    port: int
+    health: health_aio.HealthServicer
+
+    async def stop(self, grace: float | None = 5.0) -> None:
+        """Stop accepting calls, let in-flight ones finish for `grace` seconds, then cancel them."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+async def build_server(
+    register: Callable[[grpc.aio.Server], None],
+    service_names: Sequence[str],
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> ServerHandle:
+    """Create, register and start a server; port 0 picks a free port (what tests use)."""
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()], options=CHANNEL_OPTIONS)
+    register(server)
+    health = health_aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    names = [
+        *service_names,
+        reflection.SERVICE_NAME,
+        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+    ]
+    reflection.enable_server_reflection(names, server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"could not bind {host}:{port}")
+    await server.start()
+    for name in ("", *service_names):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return ServerHandle(server=server, port=bound, health=health)
+
+
+async def run_until_signal(
+    handle: ServerHandle,
+    name: str,
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+    grace: float = 10.0,
+) -> None:
+    """Serve until SIGINT/SIGTERM, then drain in-flight calls for `grace` seconds."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"{name} listening on port {handle.port}", flush=True)
+    log.info("%s listening on port %d", name, handle.port)
+    await stop.wait()
+    log.info("%s stopping (grace %.1fs)", name, grace)
+    await handle.stop(grace)
+    if on_stop is not None:
+        await on_stop()

@@ -1,0 +1,144 @@
+"""Every setting of agentloop, read from the environment in one place.
+
+Each service gets a frozen dataclass built by `from_env()`; command-line flags
+override fields with `dataclasses.replace`. The README's configuration table
+lists exactly these variables (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_GATEWAY_PORT = 50050
+DEFAULT_REASONER_PORT = 50051
+DEFAULT_TOOLS_PORT = 50052
+DEFAULT_MODEL_PORT = 8400
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant. Use the tools when they help; call several tools in one step when "
+    "they do not depend on each other. Answer concisely from the tool results."
+)
+
+
+class SettingError(ValueError):
+    """An environment variable holds a value of the wrong type or range."""
+
+
+def _get(env: Mapping[str, str], name: str, default: str) -> str:
+    value = env.get(name, "")
+    return value if value != "" else default
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = _get(env, name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingError(f"{name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise SettingError(f"{name}={value} must be >= {minimum}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
+    raw = _get(env, name, str(default))
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingError(f"{name}={raw!r} is not a number") from None
+    if value < minimum:
+        raise SettingError(f"{name}={value} must be >= {minimum}")
+    return value
+
+
+@dataclass(frozen=True)
+class ReasonerSettings:
+    """How the Reasoner reaches its OpenAI-compatible endpoint."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_REASONER_PORT
+    base_url: str = f"http://127.0.0.1:{DEFAULT_MODEL_PORT}/v1"
+    api_key: str = "scripted"
+    model: str = "scripted"
+    timeout_s: float = 120.0
+    max_retries: int = 2
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ReasonerSettings:
+        e = os.environ if env is None else env
+        return cls(
+            host=_get(e, "AGENTLOOP_HOST", cls.host),
+            port=_int(e, "AGENTLOOP_REASONER_PORT", cls.port),
+            base_url=_get(e, "OPENAI_BASE_URL", cls.base_url),
+            api_key=_get(e, "OPENAI_API_KEY", cls.api_key),
+            model=_get(e, "AGENTLOOP_MODEL", cls.model),
+            timeout_s=_float(e, "AGENTLOOP_MODEL_TIMEOUT_S", cls.timeout_s),
+            max_retries=_int(e, "AGENTLOOP_MODEL_MAX_RETRIES", cls.max_retries),
+        )
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """Where the ToolService listens, which tools it loads and how it runs them."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_TOOLS_PORT
+    timeout_s: float = 30.0
+    max_concurrency: int = 16
+    modules: tuple[str, ...] = ()
+    sql_database: str = ""
+    sql_row_limit: int = 100
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
+        e = os.environ if env is None else env
+        modules = tuple(m.strip() for m in _get(e, "AGENTLOOP_TOOL_MODULES", "").split(",") if m.strip())
+        return cls(
+            host=_get(e, "AGENTLOOP_HOST", cls.host),
+            port=_int(e, "AGENTLOOP_TOOLS_PORT", cls.port),
+            timeout_s=_float(e, "AGENTLOOP_TOOL_TIMEOUT_S", cls.timeout_s),
+            max_concurrency=_int(e, "AGENTLOOP_TOOL_CONCURRENCY", cls.max_concurrency, minimum=1),
+            modules=modules,
+            sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
+            sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
+        )
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """Where the gateway listens, where its two dependencies are and the loop's defaults."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_GATEWAY_PORT
+    reasoner_addr: str = f"127.0.0.1:{DEFAULT_REASONER_PORT}"
+    tools_addr: str = f"127.0.0.1:{DEFAULT_TOOLS_PORT}"
+    max_steps: int = 25
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    rpc_attempts: int = 4
+    rpc_backoff_s: float = 0.2
+    step_timeout_s: float = 300.0
+    tools_cache_s: float = 5.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
+        e = os.environ if env is None else env
+        return cls(
+            host=_get(e, "AGENTLOOP_HOST", cls.host),
+            port=_int(e, "AGENTLOOP_GATEWAY_PORT", cls.port),
+            reasoner_addr=_get(e, "AGENTLOOP_REASONER_ADDR", cls.reasoner_addr),
+            tools_addr=_get(e, "AGENTLOOP_TOOLS_ADDR", cls.tools_addr),
+            max_steps=_int(e, "AGENTLOOP_MAX_STEPS", cls.max_steps, minimum=1),
+            system_prompt=_get(e, "AGENTLOOP_SYSTEM_PROMPT", cls.system_prompt),
+            rpc_attempts=_int(e, "AGENTLOOP_RPC_ATTEMPTS", cls.rpc_attempts, minimum=1),
+            rpc_backoff_s=_float(e, "AGENTLOOP_RPC_BACKOFF_S", cls.rpc_backoff_s),
+            step_timeout_s=_float(e, "AGENTLOOP_STEP_TIMEOUT_S", cls.step_timeout_s),
+            tools_cache_s=_float(e, "AGENTLOOP_TOOLS_CACHE_S", cls.tools_cache_s),
+        )
+
+
+def gateway_addr(env: Mapping[str, str] | None = None) -> str:
+    """Address `agentloop ask` connects to."""
+    e = os.environ if env is None else env
+    return _get(e, "AGENTLOOP_GATEWAY_ADDR", f"127.0.0.1:{DEFAULT_GATEWAY_PORT}")

@@ -1,0 +1,61 @@
+"""Generate the Python stubs of protos/ into a directory.
+
+One function shared by `make proto` and `make check-proto`, so the drift check
+runs exactly the command that produced the committed files.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from grpc_tools import protoc
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTO_ROOT = ROOT / "protos"
+GENERATED_PACKAGE = Path("agentloop") / "v1"
+
+
+def proto_files() -> list[str]:
+    """The .proto files, relative to protos/, in a stable order."""
+    return sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
+
+
+def generate(out_dir: Path) -> None:
+    """Run protoc with the Python, gRPC and mypy plugins into out_dir."""
+    # The mypy plugins are console scripts installed beside this interpreter.
+    bindir = str(Path(sys.executable).parent)
+    os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    include = str(Path(protoc.__file__).parent / "_proto")
+    args = [
+        "grpc_tools.protoc",
+        f"-I{PROTO_ROOT}",
+        f"-I{include}",
+        f"--python_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        f"--mypy_out={out_dir}",
+        f"--mypy_grpc_out={out_dir}",
+        *proto_files(),
+    ]
+    code = protoc.main(args)
+    if code != 0:
+        raise SystemExit(f"protoc failed with exit code {code}")
+
+
+def generated_files(directory: Path) -> dict[str, bytes]:
+    """Generated files under directory/agentloop/v1, by name."""
+    package = directory / GENERATED_PACKAGE
+    return {p.name: p.read_bytes() for p in sorted(package.glob("*_pb2*"))}
+
+
+def main() -> int:
+    for old in (ROOT / GENERATED_PACKAGE).glob("*_pb2*"):
+        old.unlink()
+    generate(ROOT)
+    print(f"generated {len(generated_files(ROOT))} files into {GENERATED_PACKAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
