@@ -1,0 +1,1 @@
+"""The Reasoner: one chat-completions call per RPC against any OpenAI-compatible endpoint."""

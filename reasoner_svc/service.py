@@ -1,0 +1,171 @@
+"""The Reasoner gRPC service: one OpenAI-compatible chat-completions call per RPC.
+
+One `AsyncOpenAI` client lives for the whole process (connection pooling and
+keep-alive are what make a call cheap); each RPC only builds its request
+payload. Endpoint failures become typed errors, which the shared interceptor
+maps to gRPC status codes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import openai
+
+from agentloop.errors import (
+    AgentloopError,
+    DeadlineExceeded,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unavailable,
+)
+from agentloop.serving import ServerHandle, build_server, run_until_signal
+from agentloop.settings import ReasonerSettings
+from agentloop.v1 import reasoner_pb2, reasoner_pb2_grpc
+from reasoner_svc.convert import (
+    StreamAssembler,
+    reasoning_of,
+    request_kwargs,
+    result_from_completion,
+    usage_from_openai,
+)
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = reasoner_pb2.DESCRIPTOR.services_by_name["Reasoner"].full_name
+# Below this many seconds of caller deadline a model call cannot usefully start.
+_MIN_USEFUL_DEADLINE_S = 0.05
+
+
+def map_openai_error(exc: Exception, base_url: str) -> AgentloopError:
+    """The typed error for an exception raised by the openai client."""
+    if isinstance(exc, openai.APITimeoutError):
+        return DeadlineExceeded(f"model endpoint {base_url} did not answer in time")
+    if isinstance(exc, openai.APIConnectionError):
+        return Unavailable(f"model endpoint {base_url} is unreachable: {exc}")
+    if isinstance(exc, openai.RateLimitError):
+        return ResourceExhausted(
+            f"model endpoint rate-limited the request (429) after retries: {exc.message}"
+        )
+    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        return InvalidArgument("params", f"model endpoint rejected the request: {exc.message}")
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return FailedPrecondition(f"model endpoint refused the configured API key: {exc.message}")
+    if isinstance(exc, openai.NotFoundError):
+        return NotFound(f"model endpoint answered 404 (unknown model?): {exc.message}")
+    if isinstance(exc, openai.APIStatusError):
+        return Unavailable(f"model endpoint failed with HTTP {exc.status_code}: {exc.message}")
+    if isinstance(exc, openai.APIResponseValidationError | ValueError):
+        return Unavailable(f"model endpoint sent a malformed response: {exc}")
+    if isinstance(exc, openai.OpenAIError):
+        return Unavailable(f"model call failed: {exc}")
+    return Unavailable(f"model call failed: {type(exc).__name__}: {exc}")
+
+
+class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
+    """Serves Step and StreamStep through one shared openai client."""
+
+    def __init__(self, settings: ReasonerSettings, client: openai.AsyncOpenAI) -> None:
+        self._settings = settings
+        self._client = client
+
+    def _timeout(self, context: grpc.aio.ServicerContext) -> float:
+        """The call's timeout: the configured one, shortened to the caller's deadline."""
+        timeout = self._settings.timeout_s
+        remaining = context.time_remaining()
+        if remaining is not None:
+            if remaining < _MIN_USEFUL_DEADLINE_S:
+                raise DeadlineExceeded("the caller's deadline leaves no time for a model call")
+            timeout = min(timeout, remaining)
+        return timeout
+
+    def _kwargs(
+        self, params: reasoner_pb2.CompletionParams, context: grpc.aio.ServicerContext
+    ) -> dict[str, Any]:
+        kwargs = request_kwargs(params, self._settings.model)
+        kwargs["timeout"] = self._timeout(context)
+        return kwargs
+
+    async def Step(
+        self, request: reasoner_pb2.StepRequest, context: grpc.aio.ServicerContext
+    ) -> reasoner_pb2.StepResponse:
+        kwargs = self._kwargs(request.params, context)
+        try:
+            completion = await self._client.chat.completions.create(**kwargs)
+        except (openai.OpenAIError, ValueError) as exc:
+            raise map_openai_error(exc, self._settings.base_url) from exc
+        return reasoner_pb2.StepResponse(result=result_from_completion(completion))
+
+    async def StreamStep(
+        self, request: reasoner_pb2.StreamStepRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[reasoner_pb2.StreamStepResponse]:
+        kwargs = self._kwargs(request.params, context)
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        acc = StreamAssembler()
+        try:
+            stream = await self._client.chat.completions.create(**kwargs)
+            try:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        acc.usage = usage_from_openai(chunk.usage)
+                    if chunk.model:
+                        acc.model = chunk.model
+                    for choice in chunk.choices:
+                        delta = choice.delta
+                        reasoning = reasoning_of(delta)
+                        if reasoning:
+                            acc.reasoning.append(reasoning)
+                            yield reasoner_pb2.StreamStepResponse(reasoning_token=reasoning)
+                        if delta.content:
+                            acc.content.append(delta.content)
+                            yield reasoner_pb2.StreamStepResponse(token=delta.content)
+                        for tc in delta.tool_calls or ():
+                            fn = tc.function
+                            acc.add_tool_call_delta(
+                                tc.index, tc.id, fn.name if fn else None, fn.arguments if fn else None
+                            )
+                        if choice.finish_reason:
+                            acc.finish_reason = choice.finish_reason
+            finally:
+                await stream.close()
+        except (openai.OpenAIError, ValueError) as exc:
+            raise map_openai_error(exc, self._settings.base_url) from exc
+        yield reasoner_pb2.StreamStepResponse(result=acc.result())
+
+
+def make_client(settings: ReasonerSettings) -> openai.AsyncOpenAI:
+    """The process-wide openai client; retries 429/5xx/connection errors with backoff."""
+    return openai.AsyncOpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout_s,
+        max_retries=settings.max_retries,
+    )
+
+
+async def create_server(
+    settings: ReasonerSettings, client: openai.AsyncOpenAI | None = None
+) -> tuple[ServerHandle, openai.AsyncOpenAI]:
+    """Start a Reasoner on settings.host:settings.port (0 = any free port)."""
+    client = client or make_client(settings)
+    service = ReasonerService(settings, client)
+    handle = await build_server(
+        lambda server: reasoner_pb2_grpc.add_ReasonerServicer_to_server(service, server),
+        [SERVICE_NAME],
+        settings.host,
+        settings.port,
+    )
+    return handle, client
+
+
+async def serve(settings: ReasonerSettings) -> None:
+    """Run a Reasoner until SIGINT/SIGTERM."""
+    handle, client = await create_server(settings)
+    log.info("reasoner uses model %s at %s", settings.model, settings.base_url)
+    await run_until_signal(handle, "reasoner", on_stop=client.close)
