@@ -1,0 +1,138 @@
+"""Contract ↔ OpenAI payload mapping and streamed tool-call assembly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentloop.errors import InvalidArgument
+from agentloop.v1 import common_pb2, reasoner_pb2
+from reasoner_svc.convert import StreamAssembler, request_kwargs
+
+
+def _params(**kw: object) -> reasoner_pb2.CompletionParams:
+    return reasoner_pb2.CompletionParams(**kw)  # type: ignore[arg-type]
+
+
+def test_assembler_joins_interleaved_tool_call_deltas_by_index() -> None:
+    acc = StreamAssembler()
+    acc.add_tool_call_delta(0, "call_a", "calculator", "")
+    acc.add_tool_call_delta(1, "call_b", "current_time", None)
+    acc.add_tool_call_delta(0, None, None, '{"expr')
+    acc.add_tool_call_delta(1, None, None, '{"timezone": "UTC"}')
+    acc.add_tool_call_delta(0, None, None, 'ession": "1+1"}')
+    acc.content.extend(["Let me ", "check."])
+    result = acc.result()
+    calls = [(c.id, c.name, json.loads(c.arguments_json)) for c in result.message.tool_calls]
+    assert calls == [
+        ("call_a", "calculator", {"expression": "1+1"}),
+        ("call_b", "current_time", {"timezone": "UTC"}),
+    ]
+    assert result.message.content == "Let me check."
+    assert result.finish_reason == "tool_calls"
+
+
+def test_assembler_orders_calls_by_index_not_arrival() -> None:
+    acc = StreamAssembler()
+    acc.add_tool_call_delta(2, "c2", "b", "{}")
+    acc.add_tool_call_delta(0, "c0", "a", "{}")
+    assert [c.id for c in acc.result().message.tool_calls] == ["c0", "c2"]
+
+
+def test_assembler_without_calls_finishes_with_stop() -> None:
+    acc = StreamAssembler()
+    acc.content.append("hi")
+    assert acc.result().finish_reason == "stop"
+    assert not acc.result().message.tool_calls
+
+
+def test_request_kwargs_maps_roles_tools_and_choice() -> None:
+    params = _params(
+        model="m",
+        messages=[
+            common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content="sys"),
+            common_pb2.Message(role=common_pb2.ROLE_USER, content="q"),
+            common_pb2.Message(
+                role=common_pb2.ROLE_ASSISTANT,
+                tool_calls=[common_pb2.ToolCall(id="c1", name="calc", arguments_json='{"x": 1}')],
+            ),
+            common_pb2.Message(role=common_pb2.ROLE_TOOL, tool_call_id="c1", content="2"),
+        ],
+        tools=[
+            common_pb2.ToolSpec(name="calc", description="d", parameters_json_schema='{"type": "object"}')
+        ],
+        tool_choice=common_pb2.ToolChoice(function_name="calc"),
+        temperature=0.5,
+    )
+    kwargs = request_kwargs(params, "default")
+    assert kwargs["model"] == "m"
+    assert [m["role"] for m in kwargs["messages"]] == ["system", "user", "assistant", "tool"]
+    assert kwargs["messages"][2]["content"] is None
+    assert kwargs["messages"][2]["tool_calls"][0]["function"] == {"name": "calc", "arguments": '{"x": 1}'}
+    assert kwargs["messages"][3]["tool_call_id"] == "c1"
+    assert kwargs["tools"][0]["function"]["parameters"] == {"type": "object"}
+    assert kwargs["tool_choice"] == {"type": "function", "function": {"name": "calc"}}
+    assert kwargs["temperature"] == 0.5
+
+
+def test_request_kwargs_uses_default_model_and_mode_choice() -> None:
+    params = _params(
+        messages=[common_pb2.Message(role=common_pb2.ROLE_USER, content="q")],
+        tools=[common_pb2.ToolSpec(name="t")],
+        tool_choice=common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_REQUIRED),
+    )
+    kwargs = request_kwargs(params, "default")
+    assert kwargs["model"] == "default"
+    assert kwargs["tool_choice"] == "required"
+    assert kwargs["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {}}
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        (_params(), "params.messages"),
+        (_params(messages=[common_pb2.Message(content="x")]), "params.messages[0].role"),
+        (
+            _params(messages=[common_pb2.Message(role=common_pb2.ROLE_TOOL, content="x")]),
+            "params.messages[0].tool_call_id",
+        ),
+        (
+            _params(
+                messages=[common_pb2.Message(role=common_pb2.ROLE_USER)],
+                tools=[common_pb2.ToolSpec(name="t", parameters_json_schema="[1")],
+            ),
+            "params.tools[0].parameters_json_schema",
+        ),
+        (
+            _params(messages=[common_pb2.Message(role=common_pb2.ROLE_USER)], tools=[common_pb2.ToolSpec()]),
+            "params.tools[0].name",
+        ),
+        (
+            _params(messages=[common_pb2.Message(role=common_pb2.ROLE_USER)], temperature=3.0),
+            "params.temperature",
+        ),
+        (
+            _params(messages=[common_pb2.Message(role=common_pb2.ROLE_USER)], max_tokens=0),
+            "params.max_tokens",
+        ),
+        (
+            _params(messages=[common_pb2.Message(role=common_pb2.ROLE_USER)], response_format_json="{"),
+            "params.response_format_json",
+        ),
+        (
+            _params(
+                messages=[common_pb2.Message(role=common_pb2.ROLE_USER)],
+                tool_choice=common_pb2.ToolChoice(function_name="x"),
+            ),
+            "params.tool_choice",
+        ),
+    ],
+)
+def test_request_kwargs_rejects_bad_fields_naming_them(
+    params: reasoner_pb2.CompletionParams, field: str
+) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        request_kwargs(params, "m")
+    assert info.value.field == field
+    assert info.value.message.startswith(field + ":")

@@ -1,0 +1,43 @@
+"""Environment parsing: defaults, overrides and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentloop.settings import GatewaySettings, ReasonerSettings, SettingError, ToolSettings, gateway_addr
+
+
+def test_defaults_point_the_services_at_each_other() -> None:
+    gw = GatewaySettings.from_env({})
+    rs = ReasonerSettings.from_env({})
+    ts = ToolSettings.from_env({})
+    assert gw.reasoner_addr.endswith(f":{rs.port}")
+    assert gw.tools_addr.endswith(f":{ts.port}")
+    assert gateway_addr({}).endswith(f":{gw.port}")
+
+
+def test_environment_overrides() -> None:
+    env = {
+        "OPENAI_BASE_URL": "http://x/v1",
+        "OPENAI_API_KEY": "k",
+        "AGENTLOOP_MODEL": "m",
+        "AGENTLOOP_TOOL_MODULES": "a.b, c.d ,",
+        "AGENTLOOP_MAX_STEPS": "9",
+    }
+    assert ReasonerSettings.from_env(env).base_url == "http://x/v1"
+    assert ReasonerSettings.from_env(env).model == "m"
+    assert ToolSettings.from_env(env).modules == ("a.b", "c.d")
+    assert GatewaySettings.from_env(env).max_steps == 9
+
+
+@pytest.mark.parametrize(
+    ("env", "name"),
+    [
+        ({"AGENTLOOP_MAX_STEPS": "many"}, "AGENTLOOP_MAX_STEPS"),
+        ({"AGENTLOOP_MAX_STEPS": "0"}, "AGENTLOOP_MAX_STEPS"),
+        ({"AGENTLOOP_RPC_BACKOFF_S": "-1"}, "AGENTLOOP_RPC_BACKOFF_S"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
+    with pytest.raises(SettingError, match=name):
+        GatewaySettings.from_env(env)
