@@ -1,0 +1,207 @@
+"""The `agentloop` command: run a service, ask a question, or run the whole demo.
+
+agentloop serve reasoner|tools|gateway [--port N]   one service, one process
+agentloop model-server [--port N] [--script F]      the scripted OpenAI-compatible model
+agentloop ask "question"                            stream a run from a gateway
+agentloop demo                                      all of the above, as separate processes
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+import grpc
+
+from agentloop import logs
+from agentloop.render import EventRenderer
+from agentloop.settings import GatewaySettings, ReasonerSettings, SettingError, ToolSettings, gateway_addr
+from agentloop.v1 import agent_pb2, agent_pb2_grpc
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    SettingsT = TypeVar("SettingsT", bound=DataclassInstance)
+else:
+    SettingsT = TypeVar("SettingsT")
+
+STREAM_MODES = {
+    "final": agent_pb2.STREAM_MODE_FINAL_ONLY,
+    "all": agent_pb2.STREAM_MODE_ALL_STEPS,
+    "none": agent_pb2.STREAM_MODE_NONE,
+}
+
+
+def _override(settings: SettingsT, **changes: object) -> SettingsT:
+    """Settings with the flags that were given (None = not given) applied."""
+    given = {k: v for k, v in changes.items() if v is not None}
+    return dataclasses.replace(settings, **given)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    if args.service == "reasoner":
+        from reasoner_svc.service import serve as serve_reasoner
+
+        rs = ReasonerSettings.from_env()
+        rs = _override(rs, host=args.host, port=args.port, base_url=args.base_url, model=args.model)
+        await serve_reasoner(rs)
+    elif args.service == "tools":
+        from tool_svc.service import serve as serve_tools
+
+        ts = ToolSettings.from_env()
+        modules = tuple(ts.modules) + tuple(args.tools or ())
+        ts = _override(ts, host=args.host, port=args.port, modules=modules, sql_database=args.sql_database)
+        await serve_tools(ts)
+    else:
+        from gateway.service import serve as serve_gateway
+
+        gs = GatewaySettings.from_env()
+        gs = _override(
+            gs,
+            host=args.host,
+            port=args.port,
+            reasoner_addr=args.reasoner,
+            tools_addr=args.tools_addr,
+            max_steps=args.max_steps,
+        )
+        await serve_gateway(gs)
+
+
+async def ask(
+    question: str,
+    addr: str,
+    *,
+    max_steps: int = 0,
+    stream_mode: str = "final",
+    thread_id: str = "",
+    user_id: str = "",
+    show_nodes: bool = False,
+    timeout_s: float | None = None,
+) -> int:
+    """Stream one run from the gateway at `addr` to stdout; 0 when it ended with an answer."""
+    renderer = EventRenderer(show_nodes=show_nodes)
+    request = agent_pb2.RunRequest(
+        input=question,
+        thread_id=thread_id,
+        user_id=user_id,
+        options=agent_pb2.RunOptions(max_steps=max_steps, stream_mode=STREAM_MODES[stream_mode]),
+    )
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = agent_pb2_grpc.AgentStub(channel)
+        try:
+            async for event in stub.Run(request, timeout=timeout_s):
+                renderer.handle(event)
+        except grpc.aio.AioRpcError as exc:
+            print(f"error [{exc.code().name}]: {exc.details()}", file=sys.stderr)
+            return 2
+    return 0 if renderer.final is not None else 1
+
+
+async def health(addr: str, service: str, timeout_s: float) -> int:
+    """0 when the server at `addr` reports SERVING for `service` ("" = the whole server)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            print(f"{addr}: {exc.code().name} {exc.details()}", file=sys.stderr)
+            return 1
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    print(f"{addr}: {status}")
+    return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentloop", description=__doc__.splitlines()[0] if __doc__ else "")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run one service in this process")
+    serve.add_argument("service", choices=["reasoner", "tools", "gateway"])
+    serve.add_argument("--host", default=None, help="bind address (AGENTLOOP_HOST)")
+    serve.add_argument("--port", type=int, default=None, help="port; 0 picks a free one")
+    serve.add_argument(
+        "--base-url", default=None, help="reasoner: OpenAI-compatible base URL (OPENAI_BASE_URL)"
+    )
+    serve.add_argument("--model", default=None, help="reasoner: default model (AGENTLOOP_MODEL)")
+    serve.add_argument(
+        "--tools", action="append", metavar="MODULE", help="tools: a module of @tool functions (repeatable)"
+    )
+    serve.add_argument("--sql-database", default=None, help="tools: path of the sample SQLite database")
+    serve.add_argument(
+        "--reasoner", default=None, help="gateway: reasoner host:port (AGENTLOOP_REASONER_ADDR)"
+    )
+    serve.add_argument(
+        "--tools-addr", default=None, help="gateway: tool service host:port (AGENTLOOP_TOOLS_ADDR)"
+    )
+    serve.add_argument("--max-steps", type=int, default=None, help="gateway: default step limit")
+
+    model = sub.add_parser("model-server", help="run the scripted OpenAI-compatible model server")
+    model.add_argument("rest", nargs=argparse.REMAINDER, help="options of python -m agentloop.scripted_model")
+
+    ask_p = sub.add_parser("ask", help="ask a gateway a question and stream the answer")
+    ask_p.add_argument("question")
+    ask_p.add_argument("--gateway", default=None, help="gateway host:port (AGENTLOOP_GATEWAY_ADDR)")
+    ask_p.add_argument("--max-steps", type=int, default=0)
+    ask_p.add_argument("--stream", choices=sorted(STREAM_MODES), default="final", help="which steps stream")
+    ask_p.add_argument("--thread", default="", help="thread id to label the run with")
+    ask_p.add_argument("--user", default="", help="user id to label the run with")
+    ask_p.add_argument("--nodes", action="store_true", help="also print node_start/node_end events")
+    ask_p.add_argument("--timeout", type=float, default=None, help="deadline for the whole run, seconds")
+
+    health_p = sub.add_parser("health", help="check a service through grpc.health.v1 (exit 0 = serving)")
+    health_p.add_argument("addr", help="host:port")
+    health_p.add_argument("--service", default="", help="service name; empty checks the whole server")
+    health_p.add_argument("--timeout", type=float, default=3.0)
+
+    demo = sub.add_parser("demo", help="start the scripted model and the three services, then ask")
+    demo.add_argument("question", nargs="?", default=None)
+    demo.add_argument("--stream", choices=sorted(STREAM_MODES), default="final")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `agentloop` console script."""
+    args = _parser().parse_args(argv)
+    logs.configure("WARNING" if args.command in ("ask", "demo", "health") else "INFO")
+    try:
+        if args.command == "serve":
+            asyncio.run(_serve(args))
+            return 0
+        if args.command == "model-server":
+            from agentloop.scripted_model.__main__ import main as model_main
+
+            return model_main(args.rest)
+        if args.command == "ask":
+            return asyncio.run(
+                ask(
+                    args.question,
+                    args.gateway or gateway_addr(),
+                    max_steps=args.max_steps,
+                    stream_mode=args.stream,
+                    thread_id=args.thread,
+                    user_id=args.user,
+                    show_nodes=args.nodes,
+                    timeout_s=args.timeout,
+                )
+            )
+        if args.command == "health":
+            return asyncio.run(health(args.addr, args.service, args.timeout))
+        from agentloop.demo import run_demo
+
+        return run_demo(args.question, args.stream, dict(os.environ))
+    except SettingError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

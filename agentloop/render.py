@@ -1,0 +1,84 @@
+"""Live terminal rendering of a run's event stream (what `agentloop ask` prints)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from agentloop.v1 import agent_pb2
+
+_DIM = "\033[2m"
+_RESET = "\033[0m"
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class EventRenderer:
+    """Prints tokens as they stream, one line per tool event, and a summary at the end."""
+
+    def __init__(self, out: TextIO = sys.stdout, color: bool | None = None, show_nodes: bool = False) -> None:
+        self._out = out
+        self._color = out.isatty() if color is None else color
+        self._show_nodes = show_nodes
+        self._in_text = False
+        self._in_reasoning = False
+        self.final: agent_pb2.RunFinal | None = None
+        self.error: agent_pb2.RunError | None = None
+
+    def _dim(self, text: str) -> str:
+        return f"{_DIM}{text}{_RESET}" if self._color else text
+
+    def _line(self, text: str) -> None:
+        if self._in_text or self._in_reasoning:
+            self._out.write("\n")
+            self._in_text = self._in_reasoning = False
+        self._out.write(text + "\n")
+        self._out.flush()
+
+    def handle(self, event: agent_pb2.RunResponse) -> None:
+        """Render one event."""
+        kind = event.WhichOneof("event")
+        if kind == "llm_token":
+            tok = event.llm_token
+            if tok.reasoning_token:
+                if not self._in_reasoning:
+                    self._line(self._dim("thinking: ") if not self._in_text else "")
+                    self._in_reasoning = True
+                self._out.write(self._dim(tok.reasoning_token))
+            if tok.token:
+                if self._in_reasoning or not self._in_text:
+                    if self._in_reasoning:
+                        self._out.write("\n")
+                    self._in_reasoning = False
+                    self._in_text = True
+                self._out.write(tok.token)
+            self._out.flush()
+        elif kind == "tool_start":
+            ts = event.tool_start
+            self._line(f"→ {ts.tool}({_short(ts.args_json, 80)})  [{ts.id}]")
+        elif kind == "tool_end":
+            result = event.tool_end.result
+            mark = "✗" if result.is_error else "✓"
+            self._line(f"{mark} {result.name}: {_short(result.content)}  ({result.duration_ms:.1f} ms)")
+        elif kind in ("node_start", "node_end") and self._show_nodes:
+            node = event.node_start if kind == "node_start" else event.node_end
+            self._line(self._dim(f"[{kind} {node.node} step={node.step}]"))
+        elif kind == "final":
+            self.final = event.final
+            if not self._in_text:
+                self._line(event.final.final_reply)
+            md = event.final.metadata
+            summary = {
+                "steps_taken": md.steps_taken,
+                "tools_used": list(md.tools_used),
+                "stop_reason": md.stop_reason,
+                "llm_calls": md.llm_calls,
+            }
+            self._line(self._dim(f"— {json.dumps(summary)}"))
+        elif kind == "error":
+            self.error = event.error
+            self._line(f"error [{event.error.code}] in {event.error.node}: {event.error.message}")

@@ -1,0 +1,1 @@
+"""The Agent gateway: owns the ReAct loop, its state and the events clients see."""

@@ -1,0 +1,120 @@
+"""The run's state and the updates nodes return.
+
+Nodes never mutate state directly: each returns an `Update` that `RunState.apply`
+folds in. Updates are small and append-only (new messages, counter increments,
+flags), which is what lets a step be recorded as a delta rather than as a copy
+of the whole state. Every field has a default so state written by an older
+version still loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentloop.v1 import agent_pb2, common_pb2
+
+DEFAULT_MAX_STEPS = 25
+
+STOP_COMPLETED = "completed"
+STOP_MAX_STEPS = "max_steps"
+STOP_ERROR = "error"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The per-run settings after defaults were applied and the request validated."""
+
+    system_prompt: str
+    max_steps: int = DEFAULT_MAX_STEPS
+    stream_mode: int = agent_pb2.STREAM_MODE_FINAL_ONLY
+    model: str = ""
+    tool_names: tuple[str, ...] = ()
+    tool_timeout_s: float = 0.0
+    temperature: float | None = None
+
+
+@dataclass
+class Update:
+    """What one node changes; lists append, counters add, set fields overwrite."""
+
+    messages: list[common_pb2.Message] = field(default_factory=list)
+    tool_calls: list[common_pb2.ToolCall] = field(default_factory=list)
+    tool_results: list[common_pb2.ToolResult] = field(default_factory=list)
+    steps: int = 0
+    llm_calls: int = 0
+    usage: common_pb2.Usage | None = None
+    stop: bool | None = None
+    stop_reason: str | None = None
+    final_reply: str | None = None
+
+
+@dataclass
+class RunState:
+    """Everything the loop knows about one run (seed 000's fields, plus the conversation)."""
+
+    run_id: str
+    thread_id: str
+    user_id: str
+    config: RunConfig
+    messages: list[common_pb2.Message] = field(default_factory=list)
+    current_step: int = 0
+    tool_call_history: list[common_pb2.ToolCall] = field(default_factory=list)
+    tool_result_history: list[common_pb2.ToolResult] = field(default_factory=list)
+    tools_used: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
+    stop: bool = False
+    stop_reason: str = ""
+    final_reply: str = ""
+    error: tuple[str, str, str] | None = None
+    """(status code name, message, node) when the run failed."""
+
+    @property
+    def max_steps(self) -> int:
+        """The step budget of this run."""
+        return self.config.max_steps
+
+    @property
+    def last_message(self) -> common_pb2.Message | None:
+        """The newest message of the conversation, if any."""
+        return self.messages[-1] if self.messages else None
+
+    def pending_tool_calls(self) -> list[common_pb2.ToolCall]:
+        """Tool calls of the last assistant message (what the tools node must run)."""
+        last = self.last_message
+        if last is None or last.role != common_pb2.ROLE_ASSISTANT:
+            return []
+        return list(last.tool_calls)
+
+    def apply(self, update: Update) -> None:
+        """Fold a node's update into the state."""
+        self.messages.extend(update.messages)
+        self.tool_call_history.extend(update.tool_calls)
+        self.tool_result_history.extend(update.tool_results)
+        for call in update.tool_calls:
+            if call.name not in self.tools_used:
+                self.tools_used.append(call.name)
+        self.current_step += update.steps
+        self.llm_calls += update.llm_calls
+        if update.usage is not None:
+            self.usage.prompt_tokens += update.usage.prompt_tokens
+            self.usage.completion_tokens += update.usage.completion_tokens
+            self.usage.total_tokens += update.usage.total_tokens
+            self.usage.reasoning_tokens += update.usage.reasoning_tokens
+        if update.stop is not None:
+            self.stop = update.stop
+        if update.stop_reason is not None:
+            self.stop_reason = update.stop_reason
+        if update.final_reply is not None:
+            self.final_reply = update.final_reply
+
+    def metadata(self) -> agent_pb2.RunMetadata:
+        """seed 000's finalize metadata."""
+        return agent_pb2.RunMetadata(
+            steps_taken=self.current_step,
+            tools_used=self.tools_used,
+            stop_reason=self.stop_reason,
+            llm_calls=self.llm_calls,
+            usage=self.usage,
+            tool_calls=len(self.tool_call_history),
+        )

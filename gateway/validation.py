@@ -1,0 +1,86 @@
+"""Checks on Run/Invoke requests, done before a run starts.
+
+Every failure names the field that is wrong (INVALID_ARGUMENT "options.max_steps:
+must be ..."), so a client in any language can tell what to fix.
+"""
+
+from __future__ import annotations
+
+import math
+
+from agentloop.errors import InvalidArgument
+from agentloop.settings import GatewaySettings
+from agentloop.v1 import agent_pb2, common_pb2
+from gateway.state import RunConfig
+
+MAX_STEPS_LIMIT = 1000
+MAX_INPUT_CHARS = 1_000_000
+MAX_HISTORY_MESSAGES = 10_000
+MAX_TOOL_TIMEOUT_S = 3600.0
+_HISTORY_ROLES = (common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.ROLE_TOOL)
+
+RunLikeRequest = agent_pb2.RunRequest | agent_pb2.InvokeRequest
+
+
+def run_config(options: agent_pb2.RunOptions, settings: GatewaySettings, force_no_stream: bool) -> RunConfig:
+    """Validated per-run settings with the gateway's defaults filled in."""
+    if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
+        raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
+    timeout = options.tool_timeout_seconds
+    if math.isnan(timeout) or not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
+        raise InvalidArgument("options.tool_timeout_seconds", f"must be between 0 and {MAX_TOOL_TIMEOUT_S:g}")
+    if options.stream_mode not in agent_pb2.StreamMode.values():
+        raise InvalidArgument("options.stream_mode", f"unknown value {options.stream_mode}")
+    temperature: float | None = None
+    if options.HasField("temperature"):
+        temperature = options.temperature
+        if math.isnan(temperature) or not 0.0 <= temperature <= 2.0:
+            raise InvalidArgument("options.temperature", "must be between 0 and 2")
+    for i, name in enumerate(options.tools):
+        if not name:
+            raise InvalidArgument(f"options.tools[{i}]", "must not be empty")
+    mode = options.stream_mode or agent_pb2.STREAM_MODE_FINAL_ONLY
+    return RunConfig(
+        system_prompt=options.system_prompt or settings.system_prompt,
+        max_steps=options.max_steps or settings.max_steps,
+        stream_mode=agent_pb2.STREAM_MODE_NONE if force_no_stream else mode,
+        model=options.model,
+        tool_names=tuple(options.tools),
+        tool_timeout_s=timeout,
+        temperature=temperature,
+    )
+
+
+def initial_messages(request: RunLikeRequest, system_prompt: str) -> list[common_pb2.Message]:
+    """System prompt, earlier turns and the new question, after checking each."""
+    if not request.input.strip():
+        raise InvalidArgument("input", "must not be empty")
+    if len(request.input) > MAX_INPUT_CHARS:
+        raise InvalidArgument("input", f"is longer than {MAX_INPUT_CHARS} characters")
+    if len(request.history) > MAX_HISTORY_MESSAGES:
+        raise InvalidArgument("history", f"has more than {MAX_HISTORY_MESSAGES} messages")
+    open_calls: set[str] = set()
+    for i, msg in enumerate(request.history):
+        if msg.role not in _HISTORY_ROLES:
+            raise InvalidArgument(f"history[{i}].role", "must be user, assistant or tool")
+        if msg.role == common_pb2.ROLE_TOOL:
+            if msg.tool_call_id not in open_calls:
+                raise InvalidArgument(
+                    f"history[{i}].tool_call_id", "must answer a tool call of an earlier assistant message"
+                )
+            open_calls.discard(msg.tool_call_id)
+        elif open_calls:
+            raise InvalidArgument(
+                f"history[{i}]", "tool calls of the previous assistant message lack results"
+            )
+        for j, call in enumerate(msg.tool_calls):
+            if msg.role != common_pb2.ROLE_ASSISTANT:
+                raise InvalidArgument(f"history[{i}].tool_calls", "only assistant messages may call tools")
+            if not call.id or not call.name:
+                raise InvalidArgument(f"history[{i}].tool_calls[{j}]", "needs an id and a name")
+            open_calls.add(call.id)
+    if open_calls:
+        raise InvalidArgument("history", "ends with tool calls that have no results")
+    system = common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=system_prompt)
+    question = common_pb2.Message(role=common_pb2.ROLE_USER, content=request.input)
+    return [system, *request.history, question]
