@@ -1,0 +1,9 @@
+"""The ToolService: a registry of typed Python tools and an executor for batches of calls.
+
+Write a tool as a plain typed function, mark it with ``@tool`` and load its
+module with ``agentloop serve tools --tools mypkg.tools``; see docs/tools.md.
+"""
+
+from tool_svc.registry import Tool, ToolContext, ToolRegistry, tool
+
+__all__ = ["Tool", "ToolContext", "ToolRegistry", "tool"]

@@ -1,0 +1,20 @@
+"""The tools every ToolService offers unless given its own registry."""
+
+from __future__ import annotations
+
+from agentloop.settings import ToolSettings
+from tool_svc.builtins.calculator import calculator
+from tool_svc.builtins.clock import current_time
+from tool_svc.builtins.sql import sql_tools
+from tool_svc.registry import ToolRegistry
+
+
+def default_registry(settings: ToolSettings) -> ToolRegistry:
+    """A registry with the calculator, the clock and the SQL tools configured by ``settings``."""
+    registry = ToolRegistry([calculator, current_time])
+    for sql_tool in sql_tools(settings.sql_database or None, settings.sql_row_limit):
+        registry.register(sql_tool)
+    return registry
+
+
+__all__ = ["default_registry"]

@@ -1,0 +1,266 @@
+"""Read-only SQL tools over a SQLite database (by default a small sample shop).
+
+The model writes arbitrary SQL, so safety cannot rest on inspecting the text.
+It is read-only by construction, in layers that each suffice on their own: the
+file is opened with ``mode=ro``, ``PRAGMA query_only`` is set, and an
+authorizer refuses every action except reading (no INSERT/UPDATE/DELETE, DDL,
+ATTACH, transactions or PRAGMA writes, however the statement is dressed up).
+A progress handler stops queries that run too long, and a length limit caps
+any single value, so a query cannot pin a CPU or build a huge string either.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tool_svc.registry import Tool, tool
+
+T = TypeVar("T")
+
+SAMPLE_SQL = Path(__file__).with_name("sample_db.sql")
+SAMPLE_APPLICATION_ID = 0x41474C50
+"""Stamped into databases built from SAMPLE_SQL, so only those are ever rebuilt or replaced."""
+QUERY_TIME_LIMIT_S = 2.0
+MAX_VALUE_BYTES = 1_000_000
+MAX_SQL_CHARS = 20_000
+
+_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33})
+"""Reading only; 33 is SQLITE_RECURSIVE (WITH RECURSIVE), which the sqlite3 module does not name."""
+_READ_PRAGMAS = frozenset(
+    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
+)
+_DENIED_FUNCTIONS = frozenset({"load_extension"})
+_READ_ONLY_HINT = "the database is read-only: only SELECT queries (WITH ... SELECT included) are allowed"
+
+
+def default_database_path() -> Path:
+    """Where the sample database is built when AGENTLOOP_SQL_DATABASE is not set."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "agentloop" / "sample.db"
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+    if action in _ALLOWED_ACTIONS:
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _cell(value: Any) -> Any:
+    return value.hex() if isinstance(value, bytes) else value
+
+
+class ReadOnlyDatabase:
+    """A SQLite file opened read-only for every operation, with a fresh connection per call.
+
+    Connections are not shared because calls run in worker threads and sqlite3
+    connections must not cross threads; opening one costs well under a
+    millisecond. With a ``source`` script, the file is built from it on first
+    use and rebuilt when the script is newer, but only if the file was built by
+    us: a database someone else put at that path is used as is, never replaced.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        row_limit: int,
+        *,
+        source: Path | None = SAMPLE_SQL,
+        time_limit_s: float = QUERY_TIME_LIMIT_S,
+    ) -> None:
+        if row_limit < 1:
+            raise ValueError(f"row_limit must be >= 1, got {row_limit}")
+        self.path = path
+        self.row_limit = row_limit
+        self.source = source
+        self.time_limit_s = time_limit_s
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def list_tables(self) -> list[str]:
+        """Table and view names, sorted."""
+        return self._run(self._tables)
+
+    def describe_table(self, table: str) -> dict[str, Any]:
+        """Columns (name, type, nullability, key), foreign keys and row count of one table."""
+
+        def describe(conn: sqlite3.Connection) -> dict[str, Any]:
+            tables = {name.lower(): name for name in self._tables(conn)}
+            name = tables.get(table.lower())
+            if name is None:
+                raise ValueError(f"unknown table {table!r}; tables: {', '.join(tables.values())}")
+            quoted = _quote(name)
+            columns = [
+                {"name": col, "type": kind, "nullable": not notnull and not pk, "primary_key": bool(pk)}
+                for _cid, col, kind, notnull, _default, pk in conn.execute(f"PRAGMA table_info({quoted})")
+            ]
+            foreign_keys = [
+                {"column": row[3], "references": f"{row[2]}.{row[4]}"}
+                for row in conn.execute(f"PRAGMA foreign_key_list({quoted})")
+            ]
+            (count,) = conn.execute(f"SELECT count(*) FROM {quoted}").fetchone()
+            return {"table": name, "columns": columns, "foreign_keys": foreign_keys, "row_count": count}
+
+        return self._run(describe)
+
+    def query(self, sql: str, limit: int) -> dict[str, Any]:
+        """Rows of one read-only statement, at most min(limit, row_limit) of them."""
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        if not sql.strip():
+            raise ValueError("query is empty")
+        if len(sql) > MAX_SQL_CHARS:
+            raise ValueError(f"query is {len(sql)} characters long; the limit is {MAX_SQL_CHARS}")
+        cap = min(limit, self.row_limit)
+
+        def run(conn: sqlite3.Connection) -> dict[str, Any]:
+            cursor = conn.execute(sql)
+            if cursor.description is None:
+                return {"columns": [], "rows": [], "truncated": False}
+            rows = cursor.fetchmany(cap + 1)
+            return {
+                "columns": [column[0] for column in cursor.description],
+                "rows": [[_cell(value) for value in row] for row in rows[:cap]],
+                "truncated": len(rows) > cap,
+            }
+
+        return self._run(run)
+
+    @staticmethod
+    def _tables(conn: sqlite3.Connection) -> list[str]:
+        rows = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        )
+        return [name for (name,) in rows]
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on a fresh locked-down connection, translating sqlite errors for the model."""
+        self._ensure_built()
+        with closing(self._connect()) as conn:
+            deadline = time.monotonic() + self.time_limit_s
+            conn.set_progress_handler(lambda: time.monotonic() > deadline, 1000)
+            try:
+                return work(conn)
+            except sqlite3.Error as exc:
+                raise ValueError(self._explain(exc)) from None
+            except sqlite3.Warning as exc:  # older Pythons report multiple statements this way
+                raise ValueError(f"only one SQL statement per query is allowed ({exc})") from None
+
+    def _explain(self, exc: sqlite3.Error) -> str:
+        text = str(exc)
+        if text == "interrupted":
+            return f"the query ran longer than {self.time_limit_s:g} s and was stopped; make it cheaper"
+        if any(marker in text for marker in ("not authorized", "authorization denied", "readonly")):
+            return f"{_READ_ONLY_HINT} ({text})"
+        if "one statement at a time" in text:
+            return "only one SQL statement per query is allowed"
+        if "no such table" in text:
+            return f"SQL error: {text}; call sql_list_tables to see the tables"
+        return f"SQL error: {text}"
+
+    def _connect(self) -> sqlite3.Connection:
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=1.0, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+            conn.set_authorizer(_authorize)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _ensure_built(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if not self._ready:
+                self._build_if_needed()
+                self._ready = True
+
+    def _build_if_needed(self) -> None:
+        if self.source is None:
+            if not self.path.is_file():
+                raise ValueError(f"database file {self.path} does not exist")
+            return
+        if self.path.exists() and not (
+            self._built_by_us() and self.path.stat().st_mtime < self.source.stat().st_mtime
+        ):
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".sample-", suffix=".db", dir=self.path.parent)
+            os.close(fd)
+            try:
+                with closing(sqlite3.connect(tmp)) as conn:
+                    conn.executescript(self.source.read_text(encoding="utf-8"))
+                    conn.execute(f"PRAGMA application_id = {SAMPLE_APPLICATION_ID}")
+                    conn.commit()
+                os.replace(tmp, self.path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError as exc:
+            raise ValueError(
+                f"cannot build the sample database at {self.path} ({exc}); set AGENTLOOP_SQL_DATABASE "
+                "to a writable path"
+            ) from exc
+
+    def _built_by_us(self) -> bool:
+        try:
+            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+                (application_id,) = conn.execute("PRAGMA application_id").fetchone()
+        except sqlite3.Error:
+            return False
+        return bool(application_id == SAMPLE_APPLICATION_ID)
+
+
+def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
+    """The three SQL tools over ``database`` (the sample shop, built on first use, when empty)."""
+    db = ReadOnlyDatabase(Path(database) if database else default_database_path(), row_limit)
+
+    @tool
+    def sql_list_tables() -> list[str]:
+        """List the tables of the SQL database (a small shop: customers, products, orders...); start here."""
+        return db.list_tables()
+
+    @tool
+    def sql_describe_table(table: str) -> dict[str, Any]:
+        """Show a table's columns, types, foreign keys and row count; use it before writing a query.
+
+        Args:
+            table: A table name as returned by sql_list_tables.
+        """
+        return db.describe_table(table)
+
+    @tool
+    def sql_query(query: str, limit: int = 50) -> dict[str, Any]:
+        """Run one read-only SQL query (SQLite dialect) and get {"columns", "rows", "truncated"}.
+
+        Only SELECT (and WITH ... SELECT) is allowed. Aggregate in SQL rather than
+        fetching many rows; "truncated" is true when more rows matched than were returned.
+
+        Args:
+            query: A single SELECT statement.
+            limit: The most rows to return; the server may cap it lower.
+        """
+        return db.query(query, limit)
+
+    return [Tool(fn) for fn in (sql_list_tables, sql_describe_table, sql_query)]

@@ -1,0 +1,279 @@
+"""Tools, the ``@tool`` decorator and the registry the ToolService serves from.
+
+A Tool is built once, at registration: its schema, its jsonschema validator and
+its argument converters are all prepared then, so that a call only pays for
+parsing and validating its own arguments. Anything wrong with a tool's
+definition fails registration loudly instead of failing calls later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar, overload
+
+from jsonschema import Draft202012Validator, ValidationError
+
+from agentloop.v1 import common_pb2
+from tool_svc.schema import function_schema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MAX_REPORTED_ERRORS = 5
+_MAX_ERROR_CHARS = 300
+_OPTIONS_ATTR = "__agentloop_tool__"
+
+ErrorKind: TypeAlias = common_pb2.ToolErrorKind.ValueType
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What the executor tells a tool about the call it is serving.
+
+    Declare a parameter of this type to receive it; it never appears in the
+    schema and the model cannot set it. ``tool_call_id`` is stable across
+    retries of the same model turn, so tools with side effects can use it as
+    an idempotency key.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """Overrides given to ``@tool(...)``; None means "derive it from the function"."""
+
+    name: str | None = None
+    description: str | None = None
+    timeout_s: float | None = None
+
+
+class ArgumentError(Exception):
+    """The model's arguments for a call are unusable; ``message`` is written for the model."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout_s: float | None = None
+) -> Callable[[F], F]: ...
+def tool(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float | None = None,
+) -> F | Callable[[F], F]:
+    """Mark a function as a tool, optionally overriding its name, description or timeout.
+
+    The function itself is returned unchanged (still directly callable and
+    testable); the registry reads the attached options when it registers it.
+    """
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+    options = ToolOptions(name=name, description=description, timeout_s=timeout_s)
+
+    def mark(target: F) -> F:
+        setattr(target, _OPTIONS_ATTR, options)
+        return target
+
+    return mark if fn is None else mark(fn)
+
+
+def tool_options(obj: object) -> ToolOptions | None:
+    """The ``@tool`` options of ``obj``, or None when it was not decorated."""
+    options = getattr(obj, _OPTIONS_ATTR, None)
+    return options if isinstance(options, ToolOptions) else None
+
+
+class Tool:
+    """One registered tool: metadata, precompiled validation and the way to call it."""
+
+    __slots__ = (
+        "_converters",
+        "_implicit_none",
+        "_property_names",
+        "_schema_json",
+        "_validator",
+        "context_param",
+        "description",
+        "fn",
+        "is_async",
+        "name",
+        "parameters",
+        "timeout_s",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        options = tool_options(fn) or ToolOptions()
+        self.fn = fn
+        self.name: str = name or options.name or str(getattr(fn, "__name__", ""))
+        if not NAME_PATTERN.fullmatch(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {NAME_PATTERN.pattern}")
+        derived = function_schema(fn, ToolContext)
+        self.description = description or options.description or derived.description
+        self.timeout_s = timeout_s if timeout_s is not None else options.timeout_s
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError(f"tool {self.name!r}: timeout_s must be > 0, got {self.timeout_s!r}")
+        self.parameters = derived.parameters
+        self.context_param = derived.context_param
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self._converters = derived.converters
+        self._implicit_none = derived.implicit_none
+        self._property_names = ", ".join(derived.parameters["properties"]) or "(none)"
+        self._schema_json = json.dumps(derived.parameters, ensure_ascii=False)
+        Draft202012Validator.check_schema(derived.parameters)
+        self._validator = Draft202012Validator(derived.parameters)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, fn={self.fn!r})"
+
+    def spec(self) -> common_pb2.ToolSpec:
+        """The tool as the model is offered it."""
+        return common_pb2.ToolSpec(
+            name=self.name, description=self.description, parameters_json_schema=self._schema_json
+        )
+
+    def bind(self, arguments_json: str) -> dict[str, Any]:
+        """Parse, validate and convert one call's arguments into keyword arguments.
+
+        Raises ArgumentError (MALFORMED_ARGUMENTS or INVALID_ARGUMENTS) with a
+        message that tells the model exactly what to fix.
+        """
+        arguments = self._parse(arguments_json)
+        errors = list(self._validator.iter_errors(arguments))
+        if errors:
+            raise ArgumentError(common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, self._describe_errors(errors))
+        for key in self._implicit_none:
+            arguments.setdefault(key, None)
+        for key, convert in self._converters:
+            if key in arguments:
+                arguments[key] = convert(arguments[key])
+        return arguments
+
+    def _parse(self, arguments_json: str) -> dict[str, Any]:
+        if not arguments_json:
+            return {}
+        try:
+            arguments = json.loads(arguments_json)
+        except json.JSONDecodeError as exc:
+            raise ArgumentError(
+                common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
+                f"arguments are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+                f"send one JSON object with the properties: {self._property_names}",
+            ) from None
+        if not isinstance(arguments, dict):
+            raise ArgumentError(
+                common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
+                f"arguments must be a JSON object, got {_json_kind(arguments)}; "
+                f"send one JSON object with the properties: {self._property_names}",
+            )
+        return arguments
+
+    async def invoke(self, kwargs: dict[str, Any]) -> Any:
+        """Call the function; sync functions run in a worker thread so they never block the loop.
+
+        A sync tool cancelled by a timeout keeps running in its thread (threads
+        cannot be killed); its eventual result is discarded.
+        """
+        if self.is_async:
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+    def _describe_errors(self, errors: list[ValidationError]) -> str:
+        problems = sorted({problem for error in errors for problem in _problems(error)})
+        shown = problems[:MAX_REPORTED_ERRORS]
+        lines = [f"invalid arguments for {self.name}:", *(f"- {path}: {message}" for path, message in shown)]
+        if len(problems) > len(shown):
+            lines.append(f"- ... and {len(problems) - len(shown)} more")
+        return "\n".join(lines)
+
+
+def _problems(error: ValidationError) -> list[tuple[str, str]]:
+    """(JSON path, message) pairs for one validation error, phrased for the model."""
+    path = error.json_path
+    if error.validator == "required" and isinstance(error.instance, dict):
+        required = error.validator_value if isinstance(error.validator_value, list) else []
+        missing = [name for name in required if name not in error.instance]
+        return [(f"{path}.{name}", "is required") for name in missing]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        unknown = [repr(key) for key in error.instance if key not in known]
+        noun = "property" if len(unknown) == 1 else "properties"
+        allowed = ", ".join(known) or "(none)"
+        return [(path, f"unknown {noun} {', '.join(unknown)}; allowed properties: {allowed}")]
+    message = error.message
+    if len(message) > _MAX_ERROR_CHARS:
+        message = message[: _MAX_ERROR_CHARS - 3] + "..."
+    return [(path, message)]
+
+
+class ToolRegistry:
+    """The tools one ToolService offers, by unique name."""
+
+    def __init__(self, tools: Iterable[Callable[..., Any] | Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._sorted_names: tuple[str, ...] = ()
+        for item in tools:
+            self.register(item)
+
+    def register(self, fn_or_tool: Callable[..., Any] | Tool) -> Tool:
+        """Add a tool (a Tool, or a function with or without ``@tool``); duplicate names are refused."""
+        built = fn_or_tool if isinstance(fn_or_tool, Tool) else Tool(fn_or_tool)
+        if built.name in self._tools:
+            raise ValueError(f"a tool named {built.name!r} is already registered")
+        self._tools[built.name] = built
+        self._sorted_names = tuple(sorted(self._tools))
+        return built
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> tuple[str, ...]:
+        """All tool names, sorted."""
+        return self._sorted_names
+
+    def specs(self, names: Iterable[str] | None = None) -> list[common_pb2.ToolSpec]:
+        """Specs sorted by name; with ``names``, only those (unknown names are ignored)."""
+        wanted = None if names is None else set(names)
+        return [self._tools[name].spec() for name in self._sorted_names if wanted is None or name in wanted]
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"

@@ -1,0 +1,115 @@
+"""The ToolService gRPC servicer and its server lifecycle.
+
+The servicer only validates the batch and translates executor events to the
+wire; everything about running tools lives in the executor. A bad batch is the
+caller's bug and fails the RPC with INVALID_ARGUMENT; a bad call is the
+model's mistake and becomes an error result inside a successful stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+import grpc
+
+from agentloop.errors import InvalidArgument
+from agentloop.serving import ServerHandle, build_server, run_until_signal
+from agentloop.settings import ToolSettings
+from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
+from tool_svc.builtins import default_registry
+from tool_svc.executor import execute
+from tool_svc.loader import load_modules
+from tool_svc.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = tools_pb2.DESCRIPTOR.services_by_name["ToolService"].full_name
+MAX_CALLS_PER_BATCH = 128
+
+
+class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
+    """Serves one registry with the timeout and concurrency defaults of ``settings``."""
+
+    def __init__(self, registry: ToolRegistry, settings: ToolSettings) -> None:
+        if not settings.timeout_s > 0 or settings.max_concurrency < 1:
+            raise ValueError(
+                f"the ToolService needs timeout_s > 0 and max_concurrency >= 1, "
+                f"got {settings.timeout_s} and {settings.max_concurrency}"
+            )
+        self._registry = registry
+        self._settings = settings
+
+    async def ListTools(
+        self, request: tools_pb2.ListToolsRequest, context: grpc.aio.ServicerContext
+    ) -> tools_pb2.ListToolsResponse:
+        return tools_pb2.ListToolsResponse(tools=self._registry.specs(request.names or None))
+
+    async def Execute(
+        self, request: tools_pb2.ExecuteRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[tools_pb2.ExecuteResponse]:
+        timeout_s, max_concurrency = self._limits(request)
+        async with aclosing(execute(self._registry, request.calls, timeout_s, max_concurrency)) as events:
+            async for event in events:
+                if isinstance(event, common_pb2.ToolResult):
+                    yield tools_pb2.ExecuteResponse(finished=event)
+                else:
+                    yield tools_pb2.ExecuteResponse(started=event)
+
+    def _limits(self, request: tools_pb2.ExecuteRequest) -> tuple[float, int]:
+        """Validate the batch and resolve its (timeout, concurrency), 0 meaning the service default."""
+        validate_batch(request)
+        timeout_s = request.timeout_seconds or self._settings.timeout_s
+        max_concurrency = request.max_concurrency or self._settings.max_concurrency
+        return timeout_s, max_concurrency
+
+
+def validate_batch(request: tools_pb2.ExecuteRequest) -> None:
+    """Raise InvalidArgument naming the first field that makes the batch unusable."""
+    calls = request.calls
+    if not calls:
+        raise InvalidArgument("calls", "must contain at least one call")
+    if len(calls) > MAX_CALLS_PER_BATCH:
+        raise InvalidArgument("calls", f"has {len(calls)} calls; at most {MAX_CALLS_PER_BATCH} are allowed")
+    if not math.isfinite(request.timeout_seconds) or request.timeout_seconds < 0:
+        raise InvalidArgument(
+            "timeout_seconds", f"must be a finite number >= 0, got {request.timeout_seconds}"
+        )
+    if request.max_concurrency < 0:
+        raise InvalidArgument("max_concurrency", f"must be >= 0, got {request.max_concurrency}")
+    first_index: dict[str, int] = {}
+    for index, call in enumerate(calls):
+        if not call.id:
+            raise InvalidArgument(f"calls[{index}].id", "must not be empty")
+        if not call.name:
+            raise InvalidArgument(f"calls[{index}].name", "must not be empty")
+        first = first_index.setdefault(call.id, index)
+        if first != index:
+            raise InvalidArgument(f"calls[{index}].id", f"duplicates calls[{first}].id")
+
+
+async def create_server(settings: ToolSettings, registry: ToolRegistry | None = None) -> ServerHandle:
+    """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
+
+    Without ``registry`` it serves the built-in tools; the modules named in
+    ``settings.modules`` are loaded on top either way.
+    """
+    tools = default_registry(settings) if registry is None else registry
+    load_modules(tools, settings.modules)
+    servicer = ToolServicer(tools, settings)
+    handle = await build_server(
+        lambda server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, server),
+        [SERVICE_NAME],
+        settings.host,
+        settings.port,
+    )
+    log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
+    return handle
+
+
+async def serve(settings: ToolSettings) -> None:
+    """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
+    handle = await create_server(settings)
+    await run_until_signal(handle, "ToolService")
