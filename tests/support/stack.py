@@ -1,0 +1,118 @@
+"""The whole agentloop stack in one test process, every hop over a real socket.
+
+Scripted model (HTTP) ← Reasoner (gRPC) ← gateway (gRPC) → ToolService (gRPC),
+each on an ephemeral loopback port. Tests script the model per test and talk
+to the gateway through a real channel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from agentloop.scripted_model import Script, ScriptedModelServer
+from agentloop.serving import ServerHandle
+from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
+from gateway.clients import Dependencies
+from gateway.service import AgentService
+from gateway.service import create_server as create_gateway
+from reasoner_svc.service import create_server as create_reasoner
+from tool_svc import ToolRegistry
+from tool_svc.service import create_server as create_tools
+
+
+@dataclass
+class Stack:
+    """Handles on every running part, plus stubs for the three services."""
+
+    model: ScriptedModelServer
+    tools: ServerHandle
+    reasoner: ServerHandle
+    gateway: ServerHandle
+    agent_service: AgentService
+    deps: Dependencies
+    channel: grpc.aio.Channel
+    closers: list[Any]
+
+    @property
+    def agent(self) -> agent_pb2_grpc.AgentStub:
+        return agent_pb2_grpc.AgentStub(self.channel)
+
+    @property
+    def reasoner_stub(self) -> reasoner_pb2_grpc.ReasonerStub:
+        return reasoner_pb2_grpc.ReasonerStub(self.channel_to(self.reasoner.port))
+
+    @property
+    def tools_stub(self) -> tools_pb2_grpc.ToolServiceStub:
+        return tools_pb2_grpc.ToolServiceStub(self.channel_to(self.tools.port))
+
+    def channel_to(self, port: int) -> grpc.aio.Channel:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        self.closers.append(channel.close)
+        return channel
+
+    async def run(self, text: str, deadline_s: float = 30, **options: Any) -> list[agent_pb2.RunResponse]:
+        """All events of one Run."""
+        request = agent_pb2.RunRequest(input=text, options=agent_pb2.RunOptions(**options))
+        return [event async for event in self.agent.Run(request, timeout=deadline_s)]
+
+    async def close(self) -> None:
+        for close in reversed(self.closers):
+            await close()
+        await self.channel.close()
+        await self.gateway.stop(0)
+        await self.deps.close()
+        await self.reasoner.stop(0)
+        await self.tools.stop(0)
+        await self.model.stop()
+
+
+async def start_stack(
+    script: Script | None = None,
+    registry: ToolRegistry | None = None,
+    *,
+    reasoner_base_url: str | None = None,
+    reasoner_addr: str | None = None,
+    gateway_overrides: dict[str, Any] | None = None,
+    reasoner_overrides: dict[str, Any] | None = None,
+) -> Stack:
+    """Start model, tools, reasoner and gateway on free ports (addresses can be overridden to break hops)."""
+    model = ScriptedModelServer(script)
+    await model.start()
+    tools = await create_tools(dataclasses.replace(ToolSettings(), port=0), registry)
+    reasoner_fields: dict[str, Any] = {
+        "port": 0,
+        "base_url": reasoner_base_url or model.base_url,
+        "max_retries": 0,
+        **(reasoner_overrides or {}),
+    }
+    reasoner_settings = dataclasses.replace(ReasonerSettings(), **reasoner_fields)
+    reasoner, client = await create_reasoner(reasoner_settings)
+    gateway_fields: dict[str, Any] = {
+        "port": 0,
+        "reasoner_addr": reasoner_addr or f"127.0.0.1:{reasoner.port}",
+        "tools_addr": f"127.0.0.1:{tools.port}",
+        "rpc_backoff_s": 0.01,
+        **(gateway_overrides or {}),
+    }
+    gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
+    gateway, service, deps = await create_gateway(gateway_settings)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
+    return Stack(model, tools, reasoner, gateway, service, deps, channel, [client.close])
+
+
+def kinds(events: Sequence[agent_pb2.RunResponse]) -> list[str]:
+    """The oneof name of each event, in order."""
+    return [str(e.WhichOneof("event")) for e in events]
+
+
+def final_of(events: Sequence[agent_pb2.RunResponse]) -> agent_pb2.RunFinal:
+    """The final event's payload; fails if the run did not end with one."""
+    last = events[-1]
+    assert last.WhichOneof("event") == "final", f"run ended with {last.WhichOneof('event')}: {last}"
+    return last.final

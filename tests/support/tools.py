@@ -1,0 +1,77 @@
+"""Tools that make gateway behaviour observable: rendezvous, slowness, failure, counting."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+
+from agentloop.settings import ToolSettings
+from tool_svc import ToolRegistry, tool
+from tool_svc.builtins import default_registry
+
+
+@dataclass
+class Probe:
+    """What the test tools saw; shared with the test that owns the registry."""
+
+    barrier: asyncio.Barrier = field(default_factory=lambda: asyncio.Barrier(2))
+    calls: Counter[str] = field(default_factory=Counter)
+    cancelled: int = 0
+
+
+def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, Probe]:
+    """The built-in tools plus the test tools, with a fresh probe."""
+    registry = default_registry(settings or ToolSettings())
+    probe = Probe()
+
+    @tool
+    async def meet(party: str) -> str:
+        """Wait for a second caller; returns only when two calls run at the same time.
+
+        Args:
+            party: who is arriving.
+        """
+        probe.calls["meet"] += 1
+        await asyncio.wait_for(probe.barrier.wait(), 5)
+        return f"{party} met"
+
+    @tool
+    async def sleep_for(seconds: float) -> str:
+        """Sleep, to make a tool slow.
+
+        Args:
+            seconds: how long.
+        """
+        probe.calls["sleep_for"] += 1
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            probe.cancelled += 1
+            raise
+        return f"slept {seconds}"
+
+    @tool
+    def explode(reason: str) -> str:
+        """Always fails.
+
+        Args:
+            reason: the error message.
+        """
+        probe.calls["explode"] += 1
+        raise RuntimeError(reason)
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a: first.
+            b: second.
+        """
+        probe.calls["add"] += 1
+        return a + b
+
+    for fn in (meet, sleep_for, explode, add):
+        registry.register(fn)
+    return registry, probe
