@@ -117,55 +117,67 @@ def request_kwargs(params: reasoner_pb2.CompletionParams, default_model: str) ->
     return kwargs
 
 
+def _dict(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return value
+
+
 def usage_from_openai(usage: Any) -> common_pb2.Usage:
     """Usage figures from an OpenAI usage object (reasoning tokens when reported)."""
-    if usage is None:
+    if not isinstance(usage, dict):
         return common_pb2.Usage()
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None) or 0
+    details = usage.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
     return common_pb2.Usage(
-        prompt_tokens=usage.prompt_tokens or 0,
-        completion_tokens=usage.completion_tokens or 0,
-        total_tokens=usage.total_tokens or 0,
-        reasoning_tokens=reasoning,
+        prompt_tokens=usage.get("prompt_tokens") or 0,
+        completion_tokens=usage.get("completion_tokens") or 0,
+        total_tokens=usage.get("total_tokens") or 0,
+        reasoning_tokens=reasoning or 0,
     )
 
 
-def reasoning_of(obj: Any) -> str:
-    """Reasoning text of a message or delta; endpoints send it as an extra field."""
-    value = getattr(obj, "reasoning_content", None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None) or {}
-        value = extra.get("reasoning_content") or extra.get("reasoning")
+def reasoning_of(message: dict[str, Any]) -> str:
+    """Reasoning text of a message or delta: `reasoning_content` (vLLM, DeepSeek) or `reasoning`."""
+    value = message.get("reasoning_content") or message.get("reasoning")
     return value if isinstance(value, str) else ""
 
 
 def result_from_completion(completion: Any) -> reasoner_pb2.StepResult:
-    """A non-streamed chat.completion as a StepResult."""
-    if not completion.choices:
+    """A non-streamed chat.completion (decoded JSON) as a StepResult."""
+    completion = _dict(completion, "the completion")
+    choices = completion.get("choices") or []
+    usage = usage_from_openai(completion.get("usage"))
+    model = completion.get("model") or ""
+    if not choices:
         return reasoner_pb2.StepResult(
             message=common_pb2.Message(role=common_pb2.ROLE_ASSISTANT),
             finish_reason="stop",
-            usage=usage_from_openai(completion.usage),
-            model=completion.model or "",
+            usage=usage,
+            model=model,
         )
-    choice = completion.choices[0]
-    msg = choice.message
-    calls = [
-        common_pb2.ToolCall(id=c.id, name=c.function.name, arguments_json=c.function.arguments or "")
-        for c in (msg.tool_calls or [])
-        if getattr(c, "function", None) is not None
-    ]
+    choice = _dict(choices[0], "choices[0]")
+    msg = _dict(choice.get("message"), "choices[0].message")
+    calls = []
+    for i, raw in enumerate(msg.get("tool_calls") or ()):
+        fn = _dict(_dict(raw, f"tool_calls[{i}]").get("function"), f"tool_calls[{i}].function")
+        calls.append(
+            common_pb2.ToolCall(
+                id=raw.get("id") or f"call_{i}",
+                name=fn.get("name") or "",
+                arguments_json=fn.get("arguments") or "",
+            )
+        )
     return reasoner_pb2.StepResult(
         message=common_pb2.Message(
             role=common_pb2.ROLE_ASSISTANT,
-            content=msg.content or "",
+            content=msg.get("content") or "",
             reasoning_content=reasoning_of(msg),
             tool_calls=calls,
         ),
-        finish_reason=choice.finish_reason or "",
-        usage=usage_from_openai(completion.usage),
-        model=completion.model or "",
+        finish_reason=choice.get("finish_reason") or "",
+        usage=usage,
+        model=model,
     )
 
 
@@ -190,6 +202,34 @@ class StreamAssembler:
     finish_reason: str = ""
     model: str = ""
     usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
+
+    def add_chunk(self, chunk: Any) -> tuple[str, str]:
+        """Fold one chat.completion.chunk (decoded JSON) in; returns its (reasoning, content) text."""
+        chunk = _dict(chunk, "a stream chunk")
+        if chunk.get("usage"):
+            self.usage = usage_from_openai(chunk["usage"])
+        if chunk.get("model"):
+            self.model = chunk["model"]
+        reasoning_parts: list[str] = []
+        content_parts: list[str] = []
+        for choice in chunk.get("choices") or ():
+            delta = _dict(_dict(choice, "a stream choice").get("delta") or {}, "a stream delta")
+            reasoning = reasoning_of(delta)
+            if reasoning:
+                self.reasoning.append(reasoning)
+                reasoning_parts.append(reasoning)
+            content = delta.get("content")
+            if content:
+                self.content.append(content)
+                content_parts.append(content)
+            for tc in delta.get("tool_calls") or ():
+                fn = tc.get("function") or {}
+                self.add_tool_call_delta(
+                    tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments")
+                )
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return "".join(reasoning_parts), "".join(content_parts)
 
     def add_tool_call_delta(
         self, index: int, call_id: str | None, name: str | None, arguments: str | None

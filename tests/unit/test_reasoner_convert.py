@@ -8,7 +8,7 @@ import pytest
 
 from agentloop.errors import InvalidArgument
 from agentloop.v1 import common_pb2, reasoner_pb2
-from reasoner_svc.convert import StreamAssembler, request_kwargs
+from reasoner_svc.convert import StreamAssembler, request_kwargs, result_from_completion
 
 
 def _params(**kw: object) -> reasoner_pb2.CompletionParams:
@@ -136,3 +136,51 @@ def test_request_kwargs_rejects_bad_fields_naming_them(
         request_kwargs(params, "m")
     assert info.value.field == field
     assert info.value.message.startswith(field + ":")
+
+
+def test_add_chunk_folds_reasoning_content_tool_calls_and_usage() -> None:
+    acc = StreamAssembler()
+    chunks = [
+        {"model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_content": "hmm"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "Hi "}}]},
+        {
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}}
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}},
+    ]
+    pieces = [acc.add_chunk(c) for c in chunks]
+    assert pieces[1] == ("hmm", "")
+    assert pieces[2] == ("", "Hi ")
+    result = acc.result()
+    assert result.model == "m"
+    assert result.usage.total_tokens == 5
+    assert [(c.id, c.name, c.arguments_json) for c in result.message.tool_calls] == [("c", "f", "{}")]
+
+
+def test_result_from_completion_reads_message_and_rejects_garbage() -> None:
+    completion = {
+        "model": "m",
+        "choices": [
+            {
+                "message": {
+                    "content": None,
+                    "reasoning": "why",
+                    "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": '{"a": 1}'}}],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    result = result_from_completion(completion)
+    assert result.message.reasoning_content == "why"
+    assert result.message.tool_calls[0].arguments_json == '{"a": 1}'
+    with pytest.raises(ValueError, match="completion"):
+        result_from_completion(["not", "an", "object"])
+    with pytest.raises(ValueError, match="message"):
+        result_from_completion({"choices": [{"message": "text"}]})
