@@ -274,7 +274,7 @@ class ScriptedModelServer:
             else:
                 await response.write(events.joined())
             await response.write_eof()
-        except KeyError:
+        except ConnectionResetError:
             pass  # the client hung up mid-stream; aiohttp closes the connection quietly
         return response
 
