@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 _PORT_LINE = re.compile(r"listening on (?:port |http://[^:]+:)(\d+)")
 _START_TIMEOUT_S = 60.0
@@ -54,14 +54,18 @@ class Child:
 
 
 @contextlib.contextmanager
-def services(env: Mapping[str, str]) -> Iterator[dict[str, int]]:
-    """Start (scripted model,) reasoner, tools and gateway; yields their ports by name."""
+def services(env: Mapping[str, str], model_args: Sequence[str] = ()) -> Iterator[dict[str, int]]:
+    """Start (scripted model,) reasoner, tools and gateway; yields their ports by name.
+
+    Also used by the benchmarks, which read each child's pid from `children`.
+    """
     cli = [sys.executable, "-m", "agentloop.cli"]
     children: list[Child] = []
     env = dict(env)
     try:
         if not env.get("OPENAI_BASE_URL"):
-            model = Child("model", [sys.executable, "-m", "agentloop.scripted_model", "--port", "0"], env)
+            model_cmd = [sys.executable, "-m", "agentloop.scripted_model", "--port", "0", *model_args]
+            model = Child("model", model_cmd, env)
             children.append(model)
             env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{model.port}/v1"
         reasoner = Child("reasoner", [*cli, "serve", "reasoner", "--port", "0"], env)
@@ -84,7 +88,7 @@ def services(env: Mapping[str, str]) -> Iterator[dict[str, int]]:
             env,
         )
         children.append(gateway)
-        yield {c.name: c.port for c in children}
+        yield {c.name: c.port for c in children} | {f"{c.name}_pid": c.proc.pid for c in children}
     finally:
         for child in reversed(children):
             child.stop()
@@ -97,7 +101,8 @@ def run_demo(question: str | None, stream_mode: str, env: Mapping[str, str]) -> 
 
     question = question or DEMO_QUESTION
     with services(env) as ports:
-        print(f"services up: {', '.join(f'{n} :{p}' for n, p in ports.items())}")
+        up = ", ".join(f"{n} :{p}" for n, p in ports.items() if not n.endswith("_pid"))
+        print(f"services up: {up}")
         print(f"> {question}\n", flush=True)
         return asyncio.run(
             ask(question, f"127.0.0.1:{ports['gateway']}", stream_mode=stream_mode, timeout_s=120)

@@ -1,0 +1,1 @@
+"""Benchmarks of agentloop (run with `make bench`); results land in bench/results/."""

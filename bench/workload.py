@@ -1,0 +1,48 @@
+"""The scripted workload shared by the benchmarks: K steps × F parallel tool calls, zero latency."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from pathlib import Path
+
+from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def bench_script(steps: int, fanout: int) -> Script:
+    """A model that calls `fanout` cheap tools in parallel for `steps` rounds, then answers."""
+    tool_turn = Turn(
+        tool_calls=tuple(ScriptedToolCall("calculator", {"expression": f"{i} + 1"}) for i in range(fanout))
+    )
+    answer = Turn(content="Done: {{last_tool}}.")
+    return Script(scenarios=(Scenario(match="", turns=(*([tool_turn] * steps), answer)),))
+
+
+def write_script(script: Script, path: Path) -> Path:
+    """Save a script where the scripted model process can read it."""
+    path.write_text(json.dumps(script.to_dict()))
+    return path
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]
