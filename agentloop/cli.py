@@ -142,8 +142,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--max-steps", type=int, default=None, help="gateway: default step limit")
 
-    model = sub.add_parser("model-server", help="run the scripted OpenAI-compatible model server")
-    model.add_argument("rest", nargs=argparse.REMAINDER, help="options of python -m agentloop.scripted_model")
+    # Only listed here for --help: main() hands `model-server ...` to the scripted model's own parser.
+    sub.add_parser(
+        "model-server", help="run the scripted OpenAI-compatible model server (--help for options)"
+    )
 
     ask_p = sub.add_parser("ask", help="ask a gateway a question and stream the answer")
     ask_p.add_argument("question")
@@ -168,16 +170,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agentloop` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["model-server"]:
+        from agentloop.scripted_model.cli import main as model_main
+
+        return model_main(argv[1:])
     args = _parser().parse_args(argv)
     logs.configure("WARNING" if args.command in ("ask", "demo", "health") else "INFO")
     try:
         if args.command == "serve":
             asyncio.run(_serve(args))
             return 0
-        if args.command == "model-server":
-            from agentloop.scripted_model.__main__ import main as model_main
-
-            return model_main(args.rest)
         if args.command == "ask":
             return asyncio.run(
                 ask(

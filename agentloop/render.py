@@ -20,12 +20,16 @@ def _short(text: str, limit: int = 120) -> str:
 class EventRenderer:
     """Prints tokens as they stream, one line per tool event, and a summary at the end."""
 
-    def __init__(self, out: TextIO = sys.stdout, color: bool | None = None, show_nodes: bool = False) -> None:
+    def __init__(
+        self, out: TextIO | None = None, color: bool | None = None, show_nodes: bool = False
+    ) -> None:
+        out = sys.stdout if out is None else out
         self._out = out
         self._color = out.isatty() if color is None else color
         self._show_nodes = show_nodes
         self._in_text = False
         self._in_reasoning = False
+        self._streamed: list[str] = []  # content tokens since the last tool round
         self.final: agent_pb2.RunFinal | None = None
         self.error: agent_pb2.RunError | None = None
 
@@ -46,7 +50,10 @@ class EventRenderer:
             tok = event.llm_token
             if tok.reasoning_token:
                 if not self._in_reasoning:
-                    self._line(self._dim("thinking: ") if not self._in_text else "")
+                    if self._in_text:
+                        self._out.write("\n")
+                        self._in_text = False
+                    self._out.write(self._dim("thinking: "))
                     self._in_reasoning = True
                 self._out.write(self._dim(tok.reasoning_token))
             if tok.token:
@@ -56,9 +63,11 @@ class EventRenderer:
                     self._in_reasoning = False
                     self._in_text = True
                 self._out.write(tok.token)
+                self._streamed.append(tok.token)
             self._out.flush()
         elif kind == "tool_start":
             ts = event.tool_start
+            self._streamed.clear()
             self._line(f"→ {ts.tool}({_short(ts.args_json, 80)})  [{ts.id}]")
         elif kind == "tool_end":
             result = event.tool_end.result
@@ -69,7 +78,7 @@ class EventRenderer:
             self._line(self._dim(f"[{kind} {node.node} step={node.step}]"))
         elif kind == "final":
             self.final = event.final
-            if not self._in_text:
+            if "".join(self._streamed) != event.final.final_reply:
                 self._line(event.final.final_reply)
             md = event.final.metadata
             summary = {
