@@ -94,8 +94,8 @@ async def ask(
     async with grpc.aio.insecure_channel(addr) as channel:
         stub = agent_pb2_grpc.AgentStub(channel)
         try:
-            async for event in stub.Run(request, timeout=timeout_s):
-                renderer.handle(event)
+            async for response in stub.Run(request, timeout=timeout_s):
+                renderer.handle(response.event)
         except grpc.aio.AioRpcError as exc:
             print(f"error [{exc.code().name}]: {exc.details()}", file=sys.stderr)
             return 2
@@ -116,6 +116,31 @@ async def health(addr: str, service: str, timeout_s: float) -> int:
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     print(f"{addr}: {status}")
     return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
+async def database(args: argparse.Namespace) -> int:
+    """`agentloop db upgrade|current|prune` against DATABASE_URL (or --url)."""
+    from gateway.store import migrate
+    from gateway.store.factory import open_store, resolve_url
+
+    url = resolve_url(args.url or GatewaySettings.from_env().database_url or None)
+    if args.action == "upgrade":
+        await migrate.upgrade_async(url, args.revision)
+        print(f"database at revision {await migrate.current_revision_async(url)}")
+    elif args.action == "current":
+        print(await migrate.current_revision_async(url) or "(empty database)")
+    else:
+        if args.keep_last < 1 and args.idle_ttl_s <= 0:
+            print("nothing to prune: give --keep-last N and/or --idle-ttl-s S", file=sys.stderr)
+            return 2
+        store = await open_store(url, migrate=False)
+        try:
+            keep = args.keep_last if args.keep_last >= 1 else 1_000_000_000
+            stats = await store.prune(keep, args.idle_ttl_s or None)
+        finally:
+            await store.close()
+        print(f"deleted {stats.checkpoints_deleted} checkpoints and {stats.threads_deleted} threads")
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -157,6 +182,15 @@ def _parser() -> argparse.ArgumentParser:
     ask_p.add_argument("--nodes", action="store_true", help="also print node_start/node_end events")
     ask_p.add_argument("--timeout", type=float, default=None, help="deadline for the whole run, seconds")
 
+    db = sub.add_parser("db", help="database schema and retention")
+    db.add_argument("action", choices=["upgrade", "current", "prune"])
+    db.add_argument(
+        "--url", default=None, help="database URL (DATABASE_URL; empty = the embedded SQLite file)"
+    )
+    db.add_argument("--revision", default="head", help="upgrade: target revision")
+    db.add_argument("--keep-last", type=int, default=0, help="prune: keep each run's newest N checkpoints")
+    db.add_argument("--idle-ttl-s", type=float, default=0.0, help="prune: delete threads idle this long")
+
     health_p = sub.add_parser("health", help="check a service through grpc.health.v1 (exit 0 = serving)")
     health_p.add_argument("addr", help="host:port")
     health_p.add_argument("--service", default="", help="service name; empty checks the whole server")
@@ -176,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return model_main(argv[1:])
     args = _parser().parse_args(argv)
-    logs.configure("WARNING" if args.command in ("ask", "demo", "health") else "INFO")
+    logs.configure("WARNING" if args.command in ("ask", "demo", "health", "db") else "INFO")
     try:
         if args.command == "serve":
             asyncio.run(_serve(args))
@@ -194,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     timeout_s=args.timeout,
                 )
             )
+        if args.command == "db":
+            return asyncio.run(database(args))
         if args.command == "health":
             return asyncio.run(health(args.addr, args.service, args.timeout))
         from agentloop.demo import run_demo

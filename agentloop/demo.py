@@ -22,11 +22,16 @@ _START_TIMEOUT_S = 60.0
 class Child:
     """A service process whose first stdout line announces its port."""
 
-    def __init__(self, name: str, argv: list[str], env: Mapping[str, str]) -> None:
+    def __init__(
+        self, name: str, argv: list[str], env: Mapping[str, str], stderr_path: str | None = None
+    ) -> None:
         self.name = name
-        self.proc = subprocess.Popen(
-            argv, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
+        self.stderr_path = stderr_path
+        with contextlib.ExitStack() as files:
+            stderr = files.enter_context(open(stderr_path, "w")) if stderr_path else subprocess.DEVNULL
+            self.proc = subprocess.Popen(
+                argv, env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True
+            )
         self.port = self._wait_for_port()
 
     def _wait_for_port(self) -> int:

@@ -61,6 +61,12 @@ class FailedPrecondition(AgentloopError):
     code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class Aborted(AgentloopError):
+    """The request conflicts with current state, for example a thread that already has an active run."""
+
+    code = grpc.StatusCode.ABORTED
+
+
 class PermissionDenied(AgentloopError):
     """The caller is authenticated but the endpoint refused it (for example a bad API key)."""
 

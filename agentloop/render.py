@@ -43,7 +43,7 @@ class EventRenderer:
         self._out.write(text + "\n")
         self._out.flush()
 
-    def handle(self, event: agent_pb2.RunResponse) -> None:
+    def handle(self, event: agent_pb2.RunEvent) -> None:
         """Render one event."""
         kind = event.WhichOneof("event")
         if kind == "llm_token":

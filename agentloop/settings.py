@@ -53,6 +53,15 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0
     return value
 
 
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _get(env, name, "1" if default else "0").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SettingError(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
 @dataclass(frozen=True)
 class ReasonerSettings:
     """How the Reasoner reaches its OpenAI-compatible endpoint."""
@@ -120,6 +129,16 @@ class GatewaySettings:
     rpc_backoff_s: float = 0.2
     step_timeout_s: float = 300.0
     tools_cache_s: float = 5.0
+    database_url: str = ""
+    db_migrate: bool = True
+    db_pool_size: int = 20
+    lease_s: float = 30.0
+    orphan_scan_s: float = 5.0
+    context_budget_tokens: int = 100_000
+    instance_id: str = ""
+    retention_keep_checkpoints: int = 0
+    retention_idle_ttl_s: float = 0.0
+    retention_interval_s: float = 3600.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -135,6 +154,16 @@ class GatewaySettings:
             rpc_backoff_s=_float(e, "AGENTLOOP_RPC_BACKOFF_S", cls.rpc_backoff_s),
             step_timeout_s=_float(e, "AGENTLOOP_STEP_TIMEOUT_S", cls.step_timeout_s),
             tools_cache_s=_float(e, "AGENTLOOP_TOOLS_CACHE_S", cls.tools_cache_s),
+            database_url=_get(e, "DATABASE_URL", cls.database_url),
+            db_migrate=_bool(e, "AGENTLOOP_DB_MIGRATE", cls.db_migrate),
+            db_pool_size=_int(e, "AGENTLOOP_DB_POOL_SIZE", cls.db_pool_size, minimum=1),
+            lease_s=_float(e, "AGENTLOOP_LEASE_S", cls.lease_s, minimum=0.1),
+            orphan_scan_s=_float(e, "AGENTLOOP_ORPHAN_SCAN_S", cls.orphan_scan_s, minimum=0.05),
+            context_budget_tokens=_int(e, "AGENTLOOP_CONTEXT_BUDGET_TOKENS", cls.context_budget_tokens),
+            instance_id=_get(e, "AGENTLOOP_INSTANCE_ID", cls.instance_id),
+            retention_keep_checkpoints=_int(e, "AGENTLOOP_KEEP_CHECKPOINTS", cls.retention_keep_checkpoints),
+            retention_idle_ttl_s=_float(e, "AGENTLOOP_THREAD_TTL_S", cls.retention_idle_ttl_s),
+            retention_interval_s=_float(e, "AGENTLOOP_RETENTION_INTERVAL_S", cls.retention_interval_s, 1.0),
         )
 
 

@@ -45,7 +45,8 @@ async def _one_run(stub: agent_pb2_grpc.AgentStub, mode: str, steps: int) -> flo
             input="bench", options=agent_pb2.RunOptions(stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
         )
         md = None
-        async for event in stub.Run(request, timeout=120):
+        async for response in stub.Run(request, timeout=120):
+            event = response.event
             if event.WhichOneof("event") == "final":
                 md = event.final.metadata
             elif event.WhichOneof("event") == "error":

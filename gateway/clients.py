@@ -111,7 +111,7 @@ class ToolsClient:
         raise AssertionError("unreachable")
 
     async def execute(
-        self, calls: Sequence[common_pb2.ToolCall], timeout_s: float, rpc_timeout_s: float
+        self, calls: Sequence[common_pb2.ToolCall], timeout_s: float, rpc_timeout_s: float, scope: str = ""
     ) -> AsyncIterator[tools_pb2.ExecuteResponse]:
         """Run a batch; after a broken stream, re-issue only the calls that have no result.
 
@@ -121,7 +121,9 @@ class ToolsClient:
         pending = {c.id: c for c in calls}
         announced: set[str] = set()
         for attempt in range(self._retry.attempts):
-            request = tools_pb2.ExecuteRequest(calls=list(pending.values()), timeout_seconds=timeout_s)
+            request = tools_pb2.ExecuteRequest(
+                calls=list(pending.values()), timeout_seconds=timeout_s, idempotency_scope=scope
+            )
             call = self._stub.Execute(request, timeout=rpc_timeout_s)
             try:
                 async for event in call:

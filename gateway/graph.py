@@ -4,9 +4,12 @@
                         ├─ tool_calls? → tools → agent
                         └─ otherwise ─────────→ finalize
 
-Nodes (nodes.py) compute updates; this module decides the order. The runner
-applies each update, emits node_start/node_end around every node, logs every
-routing decision and turns a failed dependency into one error event.
+Nodes (nodes.py) compute updates; this module decides the order. After every
+node the runner applies the update, commits a checkpoint (the messages the
+node added and the scalar state) and only then starts the next node, so a run
+killed anywhere resumes from its last transition (`run_graph(..., start=node)`).
+A Cancel seen between nodes routes straight to finalize. A failed dependency
+ends the run with one error event.
 """
 
 from __future__ import annotations
@@ -16,15 +19,16 @@ import time
 from collections.abc import Awaitable, Callable
 
 from agentloop.errors import AgentloopError
-from agentloop.v1 import agent_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway import nodes
 from gateway.nodes import RunContext
-from gateway.state import STOP_ERROR, RunState, Update
+from gateway.state import STOP_CANCELLED, STOP_ERROR, RunState, Update
+from gateway.store.base import LeaseLost, RunStatus
 
 log = logging.getLogger(__name__)
 
 START = "init_state"
-END = "__end__"
+END = ""
 
 Node = Callable[[RunState, RunContext], Awaitable[Update]]
 Router = Callable[[RunState], str]
@@ -39,6 +43,11 @@ def route_after_agent(state: RunState) -> str:
     return "finalize"
 
 
+def route_after_tools(state: RunState) -> str:
+    """Back to the model, unless the tool round was cancelled."""
+    return "finalize" if state.stop else "agent"
+
+
 NODES: dict[str, Node] = {
     "init_state": nodes.init_state,
     "agent": nodes.agent,
@@ -49,45 +58,77 @@ NODES: dict[str, Node] = {
 EDGES: dict[str, Router] = {
     "init_state": lambda _: "agent",
     "agent": route_after_agent,
-    "tools": lambda _: "agent",
+    "tools": route_after_tools,
     "finalize": lambda _: END,
 }
 
+_FINAL_STATUS = {STOP_CANCELLED: RunStatus.CANCELLED}
 
-def final_event(state: RunState, ctx: RunContext) -> agent_pb2.RunFinal:
+
+def final_event(state: RunState) -> agent_pb2.RunFinal:
     """The outcome of a finished run; the conversation without the system prompt."""
     return agent_pb2.RunFinal(
-        final_reply=state.final_reply,
-        metadata=state.metadata(),
-        messages=state.messages[1:],
+        final_reply=state.final_reply, metadata=state.metadata(), messages=state.messages[1:]
     )
 
 
-async def run_graph(state: RunState, ctx: RunContext) -> RunState:
-    """Drive the run from START to END; returns the final state (stop_reason "error" on failure)."""
-    node = START
+async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> RunState:
+    """Drive the run from `start` to END; returns the final state (stop_reason "error" on failure).
+
+    LeaseLost propagates: another gateway owns the run now and this one must
+    stop touching it.
+    """
+    node = start
     while node != END:
+        if ctx.cancel.is_set() and node in ("agent", "tools"):
+            log.info("run %s: cancelled before %s", state.run_id, node)
+            state.apply(Update(stop=True, stop_reason=STOP_CANCELLED))
+            node = "finalize"
         ctx.sink.node_start(node, state.current_step)
         started = time.perf_counter()
         try:
             update = await NODES[node](state, ctx)
+        except LeaseLost:
+            raise
         except AgentloopError as exc:
-            return _fail(state, ctx, node, exc.code.name, exc.message)
+            return await _fail(state, ctx, node, exc.code.name, exc.message)
         except Exception as exc:
             log.exception("run %s: node %s failed", state.run_id, node)
-            return _fail(state, ctx, node, "INTERNAL", f"{type(exc).__name__}: {exc}")
+            return await _fail(state, ctx, node, "INTERNAL", f"{type(exc).__name__}: {exc}")
         state.apply(update)
-        ctx.sink.node_end(node, state.current_step, (time.perf_counter() - started) * 1000)
         following = EDGES[node](state)
-        log.debug("run %s: %s -> %s (step %d)", state.run_id, node, following, state.current_step)
+        duration_ms = (time.perf_counter() - started) * 1000
+        log.debug("run %s: %s -> %s (step %d)", state.run_id, node, following or "END", state.current_step)
+        if following == END:
+            ctx.sink.node_end(node, state.current_step, duration_ms)
+            ctx.sink.final(final_event(state))
+            status = _FINAL_STATUS.get(state.stop_reason, RunStatus.COMPLETED)
+            await ctx.journal.checkpoint(state, node, END, update.messages, status)
+        else:
+            await ctx.journal.checkpoint(state, node, following, update.messages)
+            ctx.sink.node_end(node, state.current_step, duration_ms)
         node = following
-    ctx.sink.final(final_event(state, ctx))
     return state
 
 
-def _fail(state: RunState, ctx: RunContext, node: str, code: str, message: str) -> RunState:
+async def _fail(state: RunState, ctx: RunContext, node: str, code: str, message: str) -> RunState:
+    """End the run with one error event; tool calls left open get error results so the thread stays valid."""
     log.warning("run %s failed in %s: %s %s", state.run_id, node, code, message)
-    state.apply(Update(stop=True, stop_reason=STOP_ERROR, final_reply=""))
-    ctx.sink.error(code, message, node)
+    closing = [
+        common_pb2.ToolResult(
+            tool_call_id=call.id,
+            name=call.name,
+            content=f"The tool call could not run: {message}",
+            is_error=True,
+            error_kind=common_pb2.TOOL_ERROR_KIND_UNAVAILABLE,
+        )
+        for call in state.pending_tool_calls()
+    ]
+    for result in closing:
+        await ctx.journal.tool_result(state.run_id, result)
+    closing_messages = [nodes.tool_message(r) for r in closing]
+    state.apply(Update(messages=closing_messages, tool_results=closing, stop=True, stop_reason=STOP_ERROR))
     state.error = (code, message, node)
+    ctx.sink.error(code, message, node)
+    await ctx.journal.checkpoint(state, node, END, closing_messages, RunStatus.FAILED)
     return state

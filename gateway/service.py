@@ -1,99 +1,151 @@
-"""The Agent gRPC service: validates a request, runs the graph, streams its events.
+"""The Agent gRPC service: thin handlers over the RunManager.
 
-`Run` executes the graph in a task owned by the RPC and forwards events
-through a queue, so nodes never block on a slow client; when the client goes
-away the RPC is cancelled and the run task with it (no orphaned work).
+Handlers validate, delegate and translate; the run itself lives in the
+manager, so a stream that ends (client gone, deadline) never leaves a run
+half-recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
 
 import grpc
+from google.protobuf import timestamp_pb2
 
-from agentloop.errors import AgentloopError
+from agentloop.errors import AgentloopError, InvalidArgument, NotFound
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
-from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies, Retry
-from gateway.events import EventSink
-from gateway.graph import final_event, run_graph
-from gateway.nodes import RunContext
-from gateway.state import RunState
-from gateway.validation import RunLikeRequest, initial_messages, run_config
+from gateway.graph import final_event
+from gateway.runs import ActiveRun, RunManager, deadline_from
+from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store
+from gateway.store.factory import open_store
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name
-_DONE = object()
+MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 100
+
+STATUS_TO_PROTO = {
+    RunStatus.QUEUED: agent_pb2.RUN_STATUS_QUEUED,
+    RunStatus.RUNNING: agent_pb2.RUN_STATUS_RUNNING,
+    RunStatus.COMPLETED: agent_pb2.RUN_STATUS_COMPLETED,
+    RunStatus.FAILED: agent_pb2.RUN_STATUS_FAILED,
+    RunStatus.CANCELLED: agent_pb2.RUN_STATUS_CANCELLED,
+}
+
+
+def _timestamp(when: datetime) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(when)
+    return ts
+
+
+def checkpoint_to_proto(row: CheckpointRow) -> agent_pb2.Checkpoint:
+    """A stored checkpoint as the contract shows it."""
+    rec = row.record
+    return agent_pb2.Checkpoint(
+        checkpoint_id=row.checkpoint_id,
+        run_id=row.run_id,
+        index=row.index,
+        node=rec.node,
+        next_node=rec.next_node,
+        step=rec.current_step,
+        message_count=rec.message_count,
+        delta_bytes=row.delta_bytes,
+        created_at=_timestamp(row.created_at),
+    )
+
+
+def run_info(run: RunRow, checkpoint: CheckpointRow | None) -> agent_pb2.RunInfo:
+    """A run's identity and counters as of `checkpoint` (its newest when reading the latest state)."""
+    request = agent_pb2.RunRequest.FromString(run.request)
+    info = agent_pb2.RunInfo(
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        status=STATUS_TO_PROTO[run.status],
+        max_steps=request.options.max_steps,
+        owner=run.owner or "",
+        created_at=_timestamp(run.created_at),
+    )
+    if checkpoint is not None:
+        rec = checkpoint.record
+        info.metadata.CopyFrom(
+            agent_pb2.RunMetadata(
+                steps_taken=rec.current_step,
+                tools_used=rec.tools_used,
+                stop_reason=rec.stop_reason,
+                llm_calls=rec.llm_calls,
+                usage=rec.usage,
+                tool_calls=rec.tool_calls,
+            )
+        )
+        info.final_reply = rec.final_reply
+        info.next_node = rec.next_node
+        info.checkpoint_id = checkpoint.checkpoint_id
+    return info
+
+
+def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
+    """("run id", index) from "<run_id>:<index>"."""
+    run_id, _, index = value.rpartition(":")
+    if not run_id or not index.isdigit():
+        raise InvalidArgument(field, f"{value!r} is not a checkpoint id (<run_id>:<index>)")
+    return run_id, int(index)
 
 
 class AgentService(agent_pb2_grpc.AgentServicer):
-    """Serves Run and Invoke over the shared dependencies."""
+    """Serves the Agent contract over a RunManager."""
 
-    def __init__(self, settings: GatewaySettings, deps: Dependencies) -> None:
-        self._settings = settings
-        self._deps = deps
-        self._catalog = ToolCatalog(deps.tools, settings.tools_cache_s)
-        self.active_runs = 0
+    def __init__(self, manager: RunManager) -> None:
+        self.manager = manager
 
-    async def _prepare(
-        self, request: RunLikeRequest, context: grpc.aio.ServicerContext, *, streaming: bool
-    ) -> tuple[RunState, RunContext]:
-        config = run_config(request.options, self._settings, force_no_stream=not streaming)
-        messages = initial_messages(request, config.system_prompt)
-        specs = await self._catalog.select(config.tool_names, "options.tools")
-        remaining = context.time_remaining()
-        thread_id = request.thread_id or uuid.uuid4().hex
-        state = RunState(run_id=uuid.uuid4().hex, thread_id=thread_id, user_id=request.user_id, config=config)
-        ctx = RunContext(
-            reasoner=self._deps.reasoner,
-            tools=self._deps.tools,
-            sink=EventSink(state.run_id, thread_id),
-            tool_specs=specs,
-            initial_messages=messages,
-            step_timeout_s=self._settings.step_timeout_s,
-            deadline=None if remaining is None else time.monotonic() + remaining,
-        )
-        return state, ctx
+    @property
+    def active_runs(self) -> int:
+        """Runs executing in this gateway process."""
+        return self.manager.active_runs
+
+    async def _stream(
+        self, active: ActiveRun, after_sequence: int, cancel_on_disconnect: bool
+    ) -> AsyncIterator[agent_pb2.RunEvent]:
+        finished = False
+        try:
+            async for event in self.manager.follow(active, after_sequence):
+                yield event
+            finished = True
+        finally:
+            if not finished and cancel_on_disconnect and not active.done.is_set():
+                log.info("run %s: client went away, cancelling as asked", active.run_id)
+                active.cancel.set()
 
     async def Run(
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
-        state, ctx = await self._prepare(request, context, streaming=True)
-        queue: asyncio.Queue[object] = asyncio.Queue()
-        ctx.sink = EventSink(state.run_id, state.thread_id, queue.put_nowait)
-        self.active_runs += 1
-        task = asyncio.create_task(run_graph(state, ctx), name=f"run-{state.run_id}")
-        task.add_done_callback(lambda _: queue.put_nowait(_DONE))
-        try:
-            while (event := await queue.get()) is not _DONE:
-                assert isinstance(event, agent_pb2.RunResponse)
-                yield event
-            task.result()
-        finally:
-            self.active_runs -= 1
-            if not task.done():
-                log.info("run %s: client went away, cancelling", state.run_id)
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        active = await self.manager.begin(
+            request, streaming=True, deadline=deadline_from(context.time_remaining())
+        )
+        async for event in self._stream(active, 0, request.options.cancel_on_disconnect):
+            yield agent_pb2.RunResponse(event=event)
 
     async def Invoke(
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
-        state, ctx = await self._prepare(request, context, streaming=False)
-        self.active_runs += 1
+        active = await self.manager.begin(
+            request, streaming=False, deadline=deadline_from(context.time_remaining())
+        )
         try:
-            await run_graph(state, ctx)
-        finally:
-            self.active_runs -= 1
+            await asyncio.shield(active.done.wait())
+        except asyncio.CancelledError:
+            if request.options.cancel_on_disconnect:
+                active.cancel.set()
+            raise
+        state = active.state
         if state.error is not None:
             code, message, node = state.error
             err = AgentloopError(f"run failed in {node}: {message}")
@@ -102,28 +154,141 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         return agent_pb2.InvokeResponse(
             run_id=state.run_id,
             thread_id=state.thread_id,
-            final=final_event(state, ctx),
+            final=final_event(state),
             tool_results=state.tool_result_history,
         )
 
+    async def GetThread(
+        self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.GetThreadResponse:
+        store = self.manager.store
+        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        thread = await store.get_thread(request.thread_id)
+        assert thread is not None
+        response = agent_pb2.GetThreadResponse(
+            thread_id=thread.thread_id,
+            user_id=thread.user_id,
+            created_at=_timestamp(thread.created_at),
+            updated_at=_timestamp(thread.updated_at),
+        )
+        if request.checkpoint_id:
+            run_id, index = parse_checkpoint_id(request.checkpoint_id, "checkpoint_id")
+            checkpoint = await store.get_checkpoint(run_id, index)
+            run = await store.get_run(run_id)
+            if checkpoint is None or run is None or run.thread_id != thread.thread_id:
+                raise NotFound(f"checkpoint {request.checkpoint_id!r} not found in this thread")
+            response.messages.extend(
+                await store.thread_messages(thread.thread_id, checkpoint.record.message_count)
+            )
+            response.state.CopyFrom(run_info(run, checkpoint))
+            return response
+        response.messages.extend(await store.thread_messages(thread.thread_id))
+        run = await store.latest_run(thread.thread_id)
+        if run is not None:
+            response.state.CopyFrom(run_info(run, await store.latest_checkpoint(run.run_id)))
+        return response
 
-async def create_server(settings: GatewaySettings) -> tuple[ServerHandle, AgentService, Dependencies]:
+    async def ListCheckpoints(
+        self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ListCheckpointsResponse:
+        if not 0 <= request.page_size <= MAX_PAGE_SIZE:
+            raise InvalidArgument(
+                "page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})"
+            )
+        if request.page_token and not request.page_token.isdigit():
+            raise InvalidArgument("page_token", "is not a token from a previous response")
+        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        size = request.page_size or DEFAULT_PAGE_SIZE
+        after = int(request.page_token or 0)
+        rows = await self.manager.store.list_checkpoints(
+            request.thread_id, request.run_id or None, after, size + 1
+        )
+        response = agent_pb2.ListCheckpointsResponse(
+            checkpoints=[checkpoint_to_proto(r) for r in rows[:size]]
+        )
+        if len(rows) > size:
+            response.next_page_token = str(rows[size - 1].position)
+        return response
+
+    async def Resume(
+        self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[agent_pb2.ResumeResponse]:
+        active = await self.manager.resume(request.run_id, request.user_id)
+        async for event in self._stream(active, active.start_sequence, False):
+            yield agent_pb2.ResumeResponse(event=event)
+
+    async def Cancel(
+        self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.CancelResponse:
+        status = await self.manager.cancel(request.run_id, request.user_id)
+        return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
+
+    async def Watch(
+        self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[agent_pb2.WatchResponse]:
+        async for event in self.manager.watch(request.run_id, request.user_id, request.after_sequence):
+            yield agent_pb2.WatchResponse(event=event)
+
+
+@dataclass
+class Gateway:
+    """A running gateway: server, service, run manager and what they hold open."""
+
+    handle: ServerHandle
+    service: AgentService
+    manager: RunManager
+    deps: Dependencies
+    store: Store
+
+    @property
+    def port(self) -> int:
+        return self.handle.port
+
+    async def close(self, grace: float | None = 5.0) -> None:
+        """Drain streams, stop local runs at their last checkpoint, hand leases over, close connections."""
+        await self.handle.stop(grace)
+        await self.manager.shutdown()
+        await self.store.close()
+        await self.deps.close()
+
+
+async def create_server(settings: GatewaySettings, store: Store | None = None) -> Gateway:
     """Start a gateway on settings.host:settings.port (0 = any free port)."""
+    if store is None:
+        store = await open_store(
+            settings.database_url or None,
+            migrate=settings.db_migrate,
+            pool_size=settings.db_pool_size,
+            lease_s=settings.lease_s,
+        )
     deps = Dependencies(
         settings.reasoner_addr, settings.tools_addr, Retry(settings.rpc_attempts, settings.rpc_backoff_s)
     )
-    service = AgentService(settings, deps)
+    manager = RunManager(settings, deps, store)
+    service = AgentService(manager)
     handle = await build_server(
         lambda server: agent_pb2_grpc.add_AgentServicer_to_server(service, server),
         [SERVICE_NAME],
         settings.host,
         settings.port,
     )
-    return handle, service, deps
+    manager.start_background()
+    return Gateway(handle, service, manager, deps, store)
 
 
 async def serve(settings: GatewaySettings) -> None:
     """Run a gateway until SIGINT/SIGTERM."""
-    handle, _, deps = await create_server(settings)
-    log.info("gateway uses reasoner at %s and tools at %s", settings.reasoner_addr, settings.tools_addr)
-    await run_until_signal(handle, "gateway", on_stop=deps.close)
+    gateway = await create_server(settings)
+    log.info(
+        "gateway %s uses reasoner at %s and tools at %s",
+        gateway.manager.instance_id,
+        settings.reasoner_addr,
+        settings.tools_addr,
+    )
+
+    async def stop() -> None:
+        await gateway.manager.shutdown()
+        await gateway.store.close()
+        await gateway.deps.close()
+
+    await run_until_signal(gateway.handle, "gateway", on_stop=stop)

@@ -18,6 +18,7 @@ DEFAULT_MAX_STEPS = 25
 STOP_COMPLETED = "completed"
 STOP_MAX_STEPS = "max_steps"
 STOP_ERROR = "error"
+STOP_CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class RunConfig:
     tool_names: tuple[str, ...] = ()
     tool_timeout_s: float = 0.0
     temperature: float | None = None
+    context_budget_tokens: int = 0
+    cancel_on_disconnect: bool = False
 
 
 @dataclass

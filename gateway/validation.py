@@ -36,6 +36,8 @@ def run_config(options: agent_pb2.RunOptions, settings: GatewaySettings, force_n
         temperature = options.temperature
         if math.isnan(temperature) or not 0.0 <= temperature <= 2.0:
             raise InvalidArgument("options.temperature", "must be between 0 and 2")
+    if options.concurrency not in agent_pb2.ConcurrencyPolicy.values():
+        raise InvalidArgument("options.concurrency", f"unknown value {options.concurrency}")
     for i, name in enumerate(options.tools):
         if not name:
             raise InvalidArgument(f"options.tools[{i}]", "must not be empty")
@@ -48,11 +50,13 @@ def run_config(options: agent_pb2.RunOptions, settings: GatewaySettings, force_n
         tool_names=tuple(options.tools),
         tool_timeout_s=timeout,
         temperature=temperature,
+        context_budget_tokens=settings.context_budget_tokens,
+        cancel_on_disconnect=options.cancel_on_disconnect,
     )
 
 
-def initial_messages(request: RunLikeRequest, system_prompt: str) -> list[common_pb2.Message]:
-    """System prompt, earlier turns and the new question, after checking each."""
+def new_turn_messages(request: RunLikeRequest) -> list[common_pb2.Message]:
+    """What a run adds to its thread: the seed history (new threads only) and the question, checked."""
     if not request.input.strip():
         raise InvalidArgument("input", "must not be empty")
     if len(request.input) > MAX_INPUT_CHARS:
@@ -81,6 +85,5 @@ def initial_messages(request: RunLikeRequest, system_prompt: str) -> list[common
             open_calls.add(call.id)
     if open_calls:
         raise InvalidArgument("history", "ends with tool calls that have no results")
-    system = common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=system_prompt)
     question = common_pb2.Message(role=common_pb2.ROLE_USER, content=request.input)
-    return [system, *request.history, question]
+    return [*request.history, question]

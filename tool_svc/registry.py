@@ -36,14 +36,16 @@ class ToolContext:
     """What the executor tells a tool about the call it is serving.
 
     Declare a parameter of this type to receive it; it never appears in the
-    schema and the model cannot set it. ``tool_call_id`` is stable across
-    retries of the same model turn, so tools with side effects can use it as
-    an idempotency key.
+    schema and the model cannot set it. ``idempotency_key`` ("<run>:<call id>"
+    when the gateway sends a scope, else the call id) is stable across retries
+    and crash recovery of the same model turn, so tools with side effects can
+    use it to do their work once.
     """
 
     tool_call_id: str
     tool_name: str
     timeout_s: float
+    idempotency_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

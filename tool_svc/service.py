@@ -20,7 +20,7 @@ from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ToolSettings
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from tool_svc.builtins import default_registry
-from tool_svc.executor import execute
+from tool_svc.executor import ResultMemo, execute
 from tool_svc.loader import load_modules
 from tool_svc.registry import ToolRegistry
 
@@ -41,6 +41,7 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
             )
         self._registry = registry
         self._settings = settings
+        self._memo = ResultMemo()
 
     async def ListTools(
         self, request: tools_pb2.ListToolsRequest, context: grpc.aio.ServicerContext
@@ -51,7 +52,10 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
         self, request: tools_pb2.ExecuteRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[tools_pb2.ExecuteResponse]:
         timeout_s, max_concurrency = self._limits(request)
-        async with aclosing(execute(self._registry, request.calls, timeout_s, max_concurrency)) as events:
+        batch = execute(
+            self._registry, request.calls, timeout_s, max_concurrency, request.idempotency_scope, self._memo
+        )
+        async with aclosing(batch) as events:
             async for event in events:
                 if isinstance(event, common_pb2.ToolResult):
                     yield tools_pb2.ExecuteResponse(finished=event)

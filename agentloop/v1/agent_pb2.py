@@ -23,43 +23,74 @@ _sym_db = _symbol_database.Default()
 
 
 from agentloop.v1 import common_pb2 as agentloop_dot_v1_dot_common__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61gentloop/v1/agent.proto\x12\x0c\x61gentloop.v1\x1a\x19\x61gentloop/v1/common.proto\"\xcb\x01\n\nRunOptions\x12\x15\n\rsystem_prompt\x18\x01 \x01(\t\x12\x11\n\tmax_steps\x18\x02 \x01(\x05\x12-\n\x0bstream_mode\x18\x03 \x01(\x0e\x32\x18.agentloop.v1.StreamMode\x12\r\n\x05model\x18\x04 \x01(\t\x12\r\n\x05tools\x18\x05 \x03(\t\x12\x1c\n\x14tool_timeout_seconds\x18\x06 \x01(\x01\x12\x18\n\x0btemperature\x18\x07 \x01(\x01H\x00\x88\x01\x01\x42\x0e\n\x0c_temperature\"\x92\x01\n\nRunRequest\x12\r\n\x05input\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12&\n\x07history\x18\x04 \x03(\x0b\x32\x15.agentloop.v1.Message\x12)\n\x07options\x18\x05 \x01(\x0b\x32\x18.agentloop.v1.RunOptions\"\x95\x01\n\rInvokeRequest\x12\r\n\x05input\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12&\n\x07history\x18\x04 \x03(\x0b\x32\x15.agentloop.v1.Message\x12)\n\x07options\x18\x05 \x01(\x0b\x32\x18.agentloop.v1.RunOptions\"\'\n\tNodeStart\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x05\":\n\x07NodeEnd\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x01\"@\n\x08LlmToken\x12\r\n\x05token\x18\x01 \x01(\t\x12\x17\n\x0freasoning_token\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x05\"8\n\tToolStart\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\targs_json\x18\x02 \x01(\t\x12\n\n\x02id\x18\x03 \x01(\t\"M\n\x07ToolEnd\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12(\n\x06result\x18\x03 \x01(\x0b\x32\x18.agentloop.v1.ToolResult\"\x96\x01\n\x0bRunMetadata\x12\x13\n\x0bsteps_taken\x18\x01 \x01(\x05\x12\x12\n\ntools_used\x18\x02 \x03(\t\x12\x13\n\x0bstop_reason\x18\x03 \x01(\t\x12\x11\n\tllm_calls\x18\x04 \x01(\x05\x12\"\n\x05usage\x18\x05 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\x12\n\ntool_calls\x18\x06 \x01(\x05\"u\n\x08RunFinal\x12\x13\n\x0b\x66inal_reply\x18\x01 \x01(\t\x12+\n\x08metadata\x18\x02 \x01(\x0b\x32\x19.agentloop.v1.RunMetadata\x12\'\n\x08messages\x18\x03 \x03(\x0b\x32\x15.agentloop.v1.Message\"7\n\x08RunError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\"\xfe\x02\n\x0bRunResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08sequence\x18\x02 \x01(\x03\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12-\n\nnode_start\x18\x04 \x01(\x0b\x32\x17.agentloop.v1.NodeStartH\x00\x12)\n\x08node_end\x18\x05 \x01(\x0b\x32\x15.agentloop.v1.NodeEndH\x00\x12+\n\tllm_token\x18\x06 \x01(\x0b\x32\x16.agentloop.v1.LlmTokenH\x00\x12-\n\ntool_start\x18\x07 \x01(\x0b\x32\x17.agentloop.v1.ToolStartH\x00\x12)\n\x08tool_end\x18\x08 \x01(\x0b\x32\x15.agentloop.v1.ToolEndH\x00\x12\'\n\x05\x66inal\x18\t \x01(\x0b\x32\x16.agentloop.v1.RunFinalH\x00\x12\'\n\x05\x65rror\x18\n \x01(\x0b\x32\x16.agentloop.v1.RunErrorH\x00\x42\x07\n\x05\x65vent\"\x8a\x01\n\x0eInvokeResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12%\n\x05\x66inal\x18\x03 \x01(\x0b\x32\x16.agentloop.v1.RunFinal\x12.\n\x0ctool_results\x18\x04 \x03(\x0b\x32\x18.agentloop.v1.ToolResult*v\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x1a\n\x16STREAM_MODE_FINAL_ONLY\x10\x01\x12\x19\n\x15STREAM_MODE_ALL_STEPS\x10\x02\x12\x14\n\x10STREAM_MODE_NONE\x10\x03\x32\x8a\x01\n\x05\x41gent\x12<\n\x03Run\x12\x18.agentloop.v1.RunRequest\x1a\x19.agentloop.v1.RunResponse0\x01\x12\x43\n\x06Invoke\x12\x1b.agentloop.v1.InvokeRequest\x1a\x1c.agentloop.v1.InvokeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61gentloop/v1/agent.proto\x12\x0c\x61gentloop.v1\x1a\x19\x61gentloop/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9f\x02\n\nRunOptions\x12\x15\n\rsystem_prompt\x18\x01 \x01(\t\x12\x11\n\tmax_steps\x18\x02 \x01(\x05\x12-\n\x0bstream_mode\x18\x03 \x01(\x0e\x32\x18.agentloop.v1.StreamMode\x12\r\n\x05model\x18\x04 \x01(\t\x12\r\n\x05tools\x18\x05 \x03(\t\x12\x1c\n\x14tool_timeout_seconds\x18\x06 \x01(\x01\x12\x18\n\x0btemperature\x18\x07 \x01(\x01H\x00\x88\x01\x01\x12\x34\n\x0b\x63oncurrency\x18\x08 \x01(\x0e\x32\x1f.agentloop.v1.ConcurrencyPolicy\x12\x1c\n\x14\x63\x61ncel_on_disconnect\x18\t \x01(\x08\x42\x0e\n\x0c_temperature\"\x92\x01\n\nRunRequest\x12\r\n\x05input\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12&\n\x07history\x18\x04 \x03(\x0b\x32\x15.agentloop.v1.Message\x12)\n\x07options\x18\x05 \x01(\x0b\x32\x18.agentloop.v1.RunOptions\"\x95\x01\n\rInvokeRequest\x12\r\n\x05input\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12&\n\x07history\x18\x04 \x03(\x0b\x32\x15.agentloop.v1.Message\x12)\n\x07options\x18\x05 \x01(\x0b\x32\x18.agentloop.v1.RunOptions\"\'\n\tNodeStart\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x05\":\n\x07NodeEnd\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x01\"@\n\x08LlmToken\x12\r\n\x05token\x18\x01 \x01(\t\x12\x17\n\x0freasoning_token\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x05\"8\n\tToolStart\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\targs_json\x18\x02 \x01(\t\x12\n\n\x02id\x18\x03 \x01(\t\"M\n\x07ToolEnd\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12(\n\x06result\x18\x03 \x01(\x0b\x32\x18.agentloop.v1.ToolResult\"\x96\x01\n\x0bRunMetadata\x12\x13\n\x0bsteps_taken\x18\x01 \x01(\x05\x12\x12\n\ntools_used\x18\x02 \x03(\t\x12\x13\n\x0bstop_reason\x18\x03 \x01(\t\x12\x11\n\tllm_calls\x18\x04 \x01(\x05\x12\"\n\x05usage\x18\x05 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\x12\n\ntool_calls\x18\x06 \x01(\x05\"u\n\x08RunFinal\x12\x13\n\x0b\x66inal_reply\x18\x01 \x01(\t\x12+\n\x08metadata\x18\x02 \x01(\x0b\x32\x19.agentloop.v1.RunMetadata\x12\'\n\x08messages\x18\x03 \x03(\x0b\x32\x15.agentloop.v1.Message\"7\n\x08RunError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\"\xfb\x02\n\x08RunEvent\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08sequence\x18\x02 \x01(\x03\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12-\n\nnode_start\x18\x04 \x01(\x0b\x32\x17.agentloop.v1.NodeStartH\x00\x12)\n\x08node_end\x18\x05 \x01(\x0b\x32\x15.agentloop.v1.NodeEndH\x00\x12+\n\tllm_token\x18\x06 \x01(\x0b\x32\x16.agentloop.v1.LlmTokenH\x00\x12-\n\ntool_start\x18\x07 \x01(\x0b\x32\x17.agentloop.v1.ToolStartH\x00\x12)\n\x08tool_end\x18\x08 \x01(\x0b\x32\x15.agentloop.v1.ToolEndH\x00\x12\'\n\x05\x66inal\x18\t \x01(\x0b\x32\x16.agentloop.v1.RunFinalH\x00\x12\'\n\x05\x65rror\x18\n \x01(\x0b\x32\x16.agentloop.v1.RunErrorH\x00\x42\x07\n\x05\x65vent\"4\n\x0bRunResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x16.agentloop.v1.RunEvent\"\x8a\x01\n\x0eInvokeResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12%\n\x05\x66inal\x18\x03 \x01(\x0b\x32\x16.agentloop.v1.RunFinal\x12.\n\x0ctool_results\x18\x04 \x03(\x0b\x32\x18.agentloop.v1.ToolResult\"\x93\x02\n\x07RunInfo\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\'\n\x06status\x18\x03 \x01(\x0e\x32\x17.agentloop.v1.RunStatus\x12+\n\x08metadata\x18\x04 \x01(\x0b\x32\x19.agentloop.v1.RunMetadata\x12\x11\n\tmax_steps\x18\x05 \x01(\x05\x12\x13\n\x0b\x66inal_reply\x18\x06 \x01(\t\x12\x11\n\tnext_node\x18\x07 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x08 \x01(\t\x12\r\n\x05owner\x18\t \x01(\t\x12.\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xcd\x01\n\nCheckpoint\x12\x15\n\rcheckpoint_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\r\n\x05index\x18\x03 \x01(\x05\x12\x0c\n\x04node\x18\x04 \x01(\t\x12\x11\n\tnext_node\x18\x05 \x01(\t\x12\x0c\n\x04step\x18\x06 \x01(\x05\x12\x15\n\rmessage_count\x18\x07 \x01(\x05\x12\x13\n\x0b\x64\x65lta_bytes\x18\x08 \x01(\x05\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"M\n\x10GetThreadRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\t\"\xe6\x01\n\x11GetThreadResponse\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\'\n\x08messages\x18\x03 \x03(\x0b\x32\x15.agentloop.v1.Message\x12$\n\x05state\x18\x04 \x01(\x0b\x32\x15.agentloop.v1.RunInfo\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"s\n\x16ListCheckpointsRequest\x12\x11\n\tthread_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"a\n\x17ListCheckpointsResponse\x12-\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x18.agentloop.v1.Checkpoint\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"0\n\rResumeRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\"7\n\x0eResumeResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x16.agentloop.v1.RunEvent\"0\n\rCancelRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\"9\n\x0e\x43\x61ncelResponse\x12\'\n\x06status\x18\x01 \x01(\x0e\x32\x17.agentloop.v1.RunStatus\"G\n\x0cWatchRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x03 \x01(\x03\"6\n\rWatchResponse\x12%\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x16.agentloop.v1.RunEvent*v\n\x11\x43oncurrencyPolicy\x12\"\n\x1e\x43ONCURRENCY_POLICY_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x43ONCURRENCY_POLICY_REJECT\x10\x01\x12\x1e\n\x1a\x43ONCURRENCY_POLICY_ENQUEUE\x10\x02*\xa1\x01\n\tRunStatus\x12\x1a\n\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11RUN_STATUS_QUEUED\x10\x01\x12\x16\n\x12RUN_STATUS_RUNNING\x10\x02\x12\x18\n\x14RUN_STATUS_COMPLETED\x10\x03\x12\x15\n\x11RUN_STATUS_FAILED\x10\x04\x12\x18\n\x14RUN_STATUS_CANCELLED\x10\x05*v\n\nStreamMode\x12\x1b\n\x17STREAM_MODE_UNSPECIFIED\x10\x00\x12\x1a\n\x16STREAM_MODE_FINAL_ONLY\x10\x01\x12\x19\n\x15STREAM_MODE_ALL_STEPS\x10\x02\x12\x14\n\x10STREAM_MODE_NONE\x10\x03\x32\x88\x04\n\x05\x41gent\x12<\n\x03Run\x12\x18.agentloop.v1.RunRequest\x1a\x19.agentloop.v1.RunResponse0\x01\x12\x43\n\x06Invoke\x12\x1b.agentloop.v1.InvokeRequest\x1a\x1c.agentloop.v1.InvokeResponse\x12L\n\tGetThread\x12\x1e.agentloop.v1.GetThreadRequest\x1a\x1f.agentloop.v1.GetThreadResponse\x12^\n\x0fListCheckpoints\x12$.agentloop.v1.ListCheckpointsRequest\x1a%.agentloop.v1.ListCheckpointsResponse\x12\x45\n\x06Resume\x12\x1b.agentloop.v1.ResumeRequest\x1a\x1c.agentloop.v1.ResumeResponse0\x01\x12\x43\n\x06\x43\x61ncel\x12\x1b.agentloop.v1.CancelRequest\x1a\x1c.agentloop.v1.CancelResponse\x12\x42\n\x05Watch\x12\x1a.agentloop.v1.WatchRequest\x1a\x1b.agentloop.v1.WatchResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentloop.v1.agent_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STREAMMODE']._serialized_start=1735
-  _globals['_STREAMMODE']._serialized_end=1853
-  _globals['_RUNOPTIONS']._serialized_start=70
-  _globals['_RUNOPTIONS']._serialized_end=273
-  _globals['_RUNREQUEST']._serialized_start=276
-  _globals['_RUNREQUEST']._serialized_end=422
-  _globals['_INVOKEREQUEST']._serialized_start=425
-  _globals['_INVOKEREQUEST']._serialized_end=574
-  _globals['_NODESTART']._serialized_start=576
-  _globals['_NODESTART']._serialized_end=615
-  _globals['_NODEEND']._serialized_start=617
-  _globals['_NODEEND']._serialized_end=675
-  _globals['_LLMTOKEN']._serialized_start=677
-  _globals['_LLMTOKEN']._serialized_end=741
-  _globals['_TOOLSTART']._serialized_start=743
-  _globals['_TOOLSTART']._serialized_end=799
-  _globals['_TOOLEND']._serialized_start=801
-  _globals['_TOOLEND']._serialized_end=878
-  _globals['_RUNMETADATA']._serialized_start=881
-  _globals['_RUNMETADATA']._serialized_end=1031
-  _globals['_RUNFINAL']._serialized_start=1033
-  _globals['_RUNFINAL']._serialized_end=1150
-  _globals['_RUNERROR']._serialized_start=1152
-  _globals['_RUNERROR']._serialized_end=1207
-  _globals['_RUNRESPONSE']._serialized_start=1210
-  _globals['_RUNRESPONSE']._serialized_end=1592
-  _globals['_INVOKERESPONSE']._serialized_start=1595
-  _globals['_INVOKERESPONSE']._serialized_end=1733
-  _globals['_AGENT']._serialized_start=1856
-  _globals['_AGENT']._serialized_end=1994
+  _globals['_CONCURRENCYPOLICY']._serialized_start=3262
+  _globals['_CONCURRENCYPOLICY']._serialized_end=3380
+  _globals['_RUNSTATUS']._serialized_start=3383
+  _globals['_RUNSTATUS']._serialized_end=3544
+  _globals['_STREAMMODE']._serialized_start=3546
+  _globals['_STREAMMODE']._serialized_end=3664
+  _globals['_RUNOPTIONS']._serialized_start=103
+  _globals['_RUNOPTIONS']._serialized_end=390
+  _globals['_RUNREQUEST']._serialized_start=393
+  _globals['_RUNREQUEST']._serialized_end=539
+  _globals['_INVOKEREQUEST']._serialized_start=542
+  _globals['_INVOKEREQUEST']._serialized_end=691
+  _globals['_NODESTART']._serialized_start=693
+  _globals['_NODESTART']._serialized_end=732
+  _globals['_NODEEND']._serialized_start=734
+  _globals['_NODEEND']._serialized_end=792
+  _globals['_LLMTOKEN']._serialized_start=794
+  _globals['_LLMTOKEN']._serialized_end=858
+  _globals['_TOOLSTART']._serialized_start=860
+  _globals['_TOOLSTART']._serialized_end=916
+  _globals['_TOOLEND']._serialized_start=918
+  _globals['_TOOLEND']._serialized_end=995
+  _globals['_RUNMETADATA']._serialized_start=998
+  _globals['_RUNMETADATA']._serialized_end=1148
+  _globals['_RUNFINAL']._serialized_start=1150
+  _globals['_RUNFINAL']._serialized_end=1267
+  _globals['_RUNERROR']._serialized_start=1269
+  _globals['_RUNERROR']._serialized_end=1324
+  _globals['_RUNEVENT']._serialized_start=1327
+  _globals['_RUNEVENT']._serialized_end=1706
+  _globals['_RUNRESPONSE']._serialized_start=1708
+  _globals['_RUNRESPONSE']._serialized_end=1760
+  _globals['_INVOKERESPONSE']._serialized_start=1763
+  _globals['_INVOKERESPONSE']._serialized_end=1901
+  _globals['_RUNINFO']._serialized_start=1904
+  _globals['_RUNINFO']._serialized_end=2179
+  _globals['_CHECKPOINT']._serialized_start=2182
+  _globals['_CHECKPOINT']._serialized_end=2387
+  _globals['_GETTHREADREQUEST']._serialized_start=2389
+  _globals['_GETTHREADREQUEST']._serialized_end=2466
+  _globals['_GETTHREADRESPONSE']._serialized_start=2469
+  _globals['_GETTHREADRESPONSE']._serialized_end=2699
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=2701
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=2816
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=2818
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=2915
+  _globals['_RESUMEREQUEST']._serialized_start=2917
+  _globals['_RESUMEREQUEST']._serialized_end=2965
+  _globals['_RESUMERESPONSE']._serialized_start=2967
+  _globals['_RESUMERESPONSE']._serialized_end=3022
+  _globals['_CANCELREQUEST']._serialized_start=3024
+  _globals['_CANCELREQUEST']._serialized_end=3072
+  _globals['_CANCELRESPONSE']._serialized_start=3074
+  _globals['_CANCELRESPONSE']._serialized_end=3131
+  _globals['_WATCHREQUEST']._serialized_start=3133
+  _globals['_WATCHREQUEST']._serialized_end=3204
+  _globals['_WATCHRESPONSE']._serialized_start=3206
+  _globals['_WATCHRESPONSE']._serialized_end=3260
+  _globals['_AGENT']._serialized_start=3667
+  _globals['_AGENT']._serialized_end=4187
 # @@protoc_insertion_point(module_scope)

@@ -11,6 +11,7 @@ from agentloop.v1 import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
@@ -23,6 +24,70 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _ConcurrencyPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ConcurrencyPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ConcurrencyPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CONCURRENCY_POLICY_UNSPECIFIED: _ConcurrencyPolicy.ValueType  # 0
+    """Not set: the same as CONCURRENCY_POLICY_REJECT."""
+    CONCURRENCY_POLICY_REJECT: _ConcurrencyPolicy.ValueType  # 1
+    """Refuse the new run with ABORTED."""
+    CONCURRENCY_POLICY_ENQUEUE: _ConcurrencyPolicy.ValueType  # 2
+    """Queue the new run; it starts when the active one ends (its stream stays
+    open and waits).
+    """
+
+class ConcurrencyPolicy(_ConcurrencyPolicy, metaclass=_ConcurrencyPolicyEnumTypeWrapper):
+    """What to do when a run is requested on a thread that already has one running."""
+
+CONCURRENCY_POLICY_UNSPECIFIED: ConcurrencyPolicy.ValueType  # 0
+"""Not set: the same as CONCURRENCY_POLICY_REJECT."""
+CONCURRENCY_POLICY_REJECT: ConcurrencyPolicy.ValueType  # 1
+"""Refuse the new run with ABORTED."""
+CONCURRENCY_POLICY_ENQUEUE: ConcurrencyPolicy.ValueType  # 2
+"""Queue the new run; it starts when the active one ends (its stream stays
+open and waits).
+"""
+Global___ConcurrencyPolicy: _TypeAlias = ConcurrencyPolicy  # noqa: Y015
+
+class _RunStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RunStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RUN_STATUS_UNSPECIFIED: _RunStatus.ValueType  # 0
+    """Not set."""
+    RUN_STATUS_QUEUED: _RunStatus.ValueType  # 1
+    """Waiting for the thread's active run to end."""
+    RUN_STATUS_RUNNING: _RunStatus.ValueType  # 2
+    """Executing (or interrupted and waiting to be resumed, see RunState.owner)."""
+    RUN_STATUS_COMPLETED: _RunStatus.ValueType  # 3
+    """Ended with a final reply."""
+    RUN_STATUS_FAILED: _RunStatus.ValueType  # 4
+    """Ended with an error event."""
+    RUN_STATUS_CANCELLED: _RunStatus.ValueType  # 5
+    """Stopped by Cancel."""
+
+class RunStatus(_RunStatus, metaclass=_RunStatusEnumTypeWrapper):
+    """Lifecycle of a run."""
+
+RUN_STATUS_UNSPECIFIED: RunStatus.ValueType  # 0
+"""Not set."""
+RUN_STATUS_QUEUED: RunStatus.ValueType  # 1
+"""Waiting for the thread's active run to end."""
+RUN_STATUS_RUNNING: RunStatus.ValueType  # 2
+"""Executing (or interrupted and waiting to be resumed, see RunState.owner)."""
+RUN_STATUS_COMPLETED: RunStatus.ValueType  # 3
+"""Ended with a final reply."""
+RUN_STATUS_FAILED: RunStatus.ValueType  # 4
+"""Ended with an error event."""
+RUN_STATUS_CANCELLED: RunStatus.ValueType  # 5
+"""Stopped by Cancel."""
+Global___RunStatus: _TypeAlias = RunStatus  # noqa: Y015
 
 class _StreamMode:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -75,6 +140,8 @@ class RunOptions(_message.Message):
     TOOLS_FIELD_NUMBER: _builtins.int
     TOOL_TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     TEMPERATURE_FIELD_NUMBER: _builtins.int
+    CONCURRENCY_FIELD_NUMBER: _builtins.int
+    CANCEL_ON_DISCONNECT_FIELD_NUMBER: _builtins.int
     system_prompt: _builtins.str
     """System prompt placed first in the conversation; empty uses the gateway's
     default prompt.
@@ -93,6 +160,12 @@ class RunOptions(_message.Message):
     """Sampling temperature in [0, 2] for every model call; unset uses the
     endpoint's default.
     """
+    concurrency: Global___ConcurrencyPolicy.ValueType
+    """What to do if the thread already has an active run."""
+    cancel_on_disconnect: _builtins.bool
+    """Cancel the run when the client's stream goes away. By default the run
+    goes on in the background and its result can be read or watched later.
+    """
     @_builtins.property
     def tools(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Restrict the run to these tools; empty offers every registered tool.
@@ -109,10 +182,12 @@ class RunOptions(_message.Message):
         tools: _abc.Iterable[_builtins.str] | None = ...,
         tool_timeout_seconds: _builtins.float = ...,
         temperature: _builtins.float | None = ...,
+        concurrency: Global___ConcurrencyPolicy.ValueType = ...,
+        cancel_on_disconnect: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "temperature", b"temperature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "max_steps", b"max_steps", "model", b"model", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "max_steps", b"max_steps", "model", b"model", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__temperature: _TypeAlias = _typing.Literal["temperature"]  # noqa: Y015
     _WhichOneofArgType__temperature: _TypeAlias = _typing.Literal["_temperature", b"_temperature"]  # noqa: Y015
@@ -134,13 +209,17 @@ class RunRequest(_message.Message):
     input: _builtins.str
     """The user's question or instruction; must not be empty."""
     user_id: _builtins.str
-    """Who is asking; used to label the run. Optional."""
+    """Who is asking. Threads belong to the user that created them; another
+    user gets NOT_FOUND. Empty means the anonymous user "".
+    """
     thread_id: _builtins.str
-    """Conversation identifier; empty starts a new one (the gateway assigns an id)."""
+    """Conversation identifier; empty starts a new thread (the gateway assigns
+    an id). An existing thread continues its stored conversation.
+    """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
-        """Earlier turns of the conversation to continue from, oldest first
-        (no system messages; the system prompt comes from options).
+        """Earlier turns to seed a NEW thread with, oldest first (no system
+        messages). Rejected for a thread that already has messages.
         """
 
     @_builtins.property
@@ -178,12 +257,14 @@ class InvokeRequest(_message.Message):
     input: _builtins.str
     """The user's question or instruction; must not be empty."""
     user_id: _builtins.str
-    """Who is asking; used to label the run. Optional."""
+    """Who is asking. Threads belong to the user that created them; another
+    user gets NOT_FOUND. Empty means the anonymous user "".
+    """
     thread_id: _builtins.str
-    """Conversation identifier; empty starts a new one."""
+    """Conversation identifier; empty starts a new thread."""
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
-        """Earlier turns of the conversation, oldest first (no system messages)."""
+        """Earlier turns to seed a NEW thread with (no system messages)."""
 
     @_builtins.property
     def options(self) -> Global___RunOptions:
@@ -370,8 +451,8 @@ class RunMetadata(_message.Message):
     """Tool rounds executed."""
     stop_reason: _builtins.str
     """Why the loop ended: "completed" (the model answered), "max_steps" (the
-    step limit was reached and the model answered without tools), or
-    "error" (see the error event).
+    step limit was reached and the model answered without tools),
+    "cancelled" (Cancel was called) or "error" (see the error event).
     """
     llm_calls: _builtins.int
     """Number of model calls made."""
@@ -470,8 +551,8 @@ class RunError(_message.Message):
 Global___RunError: _TypeAlias = RunError  # noqa: Y015
 
 @_typing.final
-class RunResponse(_message.Message):
-    """One event of a run."""
+class RunEvent(_message.Message):
+    """One event of a run, as Run, Resume and Watch stream it."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -541,6 +622,30 @@ class RunResponse(_message.Message):
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
+Global___RunEvent: _TypeAlias = RunEvent  # noqa: Y015
+
+@_typing.final
+class RunResponse(_message.Message):
+    """One event of Agent.Run."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def event(self) -> Global___RunEvent:
+        """The event."""
+
+    def __init__(
+        self,
+        *,
+        event: Global___RunEvent | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
 Global___RunResponse: _TypeAlias = RunResponse  # noqa: Y015
 
 @_typing.final
@@ -580,3 +685,424 @@ class InvokeResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___InvokeResponse: _TypeAlias = InvokeResponse  # noqa: Y015
+
+@_typing.final
+class RunInfo(_message.Message):
+    """A run as stored: its identity, status and counters at one checkpoint."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    MAX_STEPS_FIELD_NUMBER: _builtins.int
+    FINAL_REPLY_FIELD_NUMBER: _builtins.int
+    NEXT_NODE_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    OWNER_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    """The run."""
+    thread_id: _builtins.str
+    """Its thread."""
+    status: Global___RunStatus.ValueType
+    """Lifecycle status."""
+    max_steps: _builtins.int
+    """The step limit of the run."""
+    final_reply: _builtins.str
+    """The reply, once the run ended."""
+    next_node: _builtins.str
+    """Node the run will execute next ("" once it ended)."""
+    checkpoint_id: _builtins.str
+    """Checkpoint this state was read at."""
+    owner: _builtins.str
+    """Gateway instance holding the run's lease; empty when none does."""
+    @_builtins.property
+    def metadata(self) -> Global___RunMetadata:
+        """Counters and stop reason so far (final values once the run ended)."""
+
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When the run was created."""
+
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        thread_id: _builtins.str = ...,
+        status: Global___RunStatus.ValueType = ...,
+        metadata: Global___RunMetadata | None = ...,
+        max_steps: _builtins.int = ...,
+        final_reply: _builtins.str = ...,
+        next_node: _builtins.str = ...,
+        checkpoint_id: _builtins.str = ...,
+        owner: _builtins.str = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "metadata", b"metadata"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunInfo: _TypeAlias = RunInfo  # noqa: Y015
+
+@_typing.final
+class Checkpoint(_message.Message):
+    """A saved point of a run: written after a node finished, before the next starts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    NODE_FIELD_NUMBER: _builtins.int
+    NEXT_NODE_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    DELTA_BYTES_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    checkpoint_id: _builtins.str
+    """Identifier, usable with GetThreadRequest.checkpoint_id ("<run_id>:<index>")."""
+    run_id: _builtins.str
+    """The run."""
+    index: _builtins.int
+    """Position of the checkpoint in its run, from 1."""
+    node: _builtins.str
+    """The node that had just finished."""
+    next_node: _builtins.str
+    """The node that runs next ("" when the run ended there)."""
+    step: _builtins.int
+    """Tool rounds completed at this point."""
+    message_count: _builtins.int
+    """Messages the thread held at this point (the system prompt excluded)."""
+    delta_bytes: _builtins.int
+    """Size of the stored delta in bytes (new messages + counters)."""
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was written."""
+
+    def __init__(
+        self,
+        *,
+        checkpoint_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        index: _builtins.int = ...,
+        node: _builtins.str = ...,
+        next_node: _builtins.str = ...,
+        step: _builtins.int = ...,
+        message_count: _builtins.int = ...,
+        delta_bytes: _builtins.int = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "delta_bytes", b"delta_bytes", "index", b"index", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "run_id", b"run_id", "step", b"step"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Checkpoint: _TypeAlias = Checkpoint  # noqa: Y015
+
+@_typing.final
+class GetThreadRequest(_message.Message):
+    """Request of Agent.GetThread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread to read; required."""
+    user_id: _builtins.str
+    """The caller; must own the thread."""
+    checkpoint_id: _builtins.str
+    """Read the state as of this checkpoint instead of the latest. Optional."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        checkpoint_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetThreadRequest: _TypeAlias = GetThreadRequest  # noqa: Y015
+
+@_typing.final
+class GetThreadResponse(_message.Message):
+    """Response of Agent.GetThread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread."""
+    user_id: _builtins.str
+    """Its owner."""
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
+        """The conversation (as of the checkpoint when one was named), oldest
+        first, system prompts excluded.
+        """
+
+    @_builtins.property
+    def state(self) -> Global___RunInfo:
+        """State of the latest run (or of the checkpoint's run); unset for a thread without runs."""
+
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When the thread was created."""
+
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """When the thread last changed."""
+
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        messages: _abc.Iterable[_common_pb2.Message] | None = ...,
+        state: Global___RunInfo | None = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "state", b"state", "updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "messages", b"messages", "state", b"state", "thread_id", b"thread_id", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetThreadResponse: _TypeAlias = GetThreadResponse  # noqa: Y015
+
+@_typing.final
+class ListCheckpointsRequest(_message.Message):
+    """Request of Agent.ListCheckpoints."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread; required."""
+    user_id: _builtins.str
+    """The caller; must own the thread."""
+    run_id: _builtins.str
+    """Only this run's checkpoints. Optional."""
+    page_size: _builtins.int
+    """Page size in [1, 1000]; 0 means 100."""
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "run_id", b"run_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCheckpointsRequest: _TypeAlias = ListCheckpointsRequest  # noqa: Y015
+
+@_typing.final
+class ListCheckpointsResponse(_message.Message):
+    """Response of Agent.ListCheckpoints."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHECKPOINTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
+    @_builtins.property
+    def checkpoints(self) -> _containers.RepeatedCompositeFieldContainer[Global___Checkpoint]:
+        """Checkpoints, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        checkpoints: _abc.Iterable[Global___Checkpoint] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoints", b"checkpoints", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCheckpointsResponse: _TypeAlias = ListCheckpointsResponse  # noqa: Y015
+
+@_typing.final
+class ResumeRequest(_message.Message):
+    """Request of Agent.Resume."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    """The run to continue; required."""
+    user_id: _builtins.str
+    """The caller; must own the run's thread."""
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResumeRequest: _TypeAlias = ResumeRequest  # noqa: Y015
+
+@_typing.final
+class ResumeResponse(_message.Message):
+    """One event of Agent.Resume."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def event(self) -> Global___RunEvent:
+        """The event."""
+
+    def __init__(
+        self,
+        *,
+        event: Global___RunEvent | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResumeResponse: _TypeAlias = ResumeResponse  # noqa: Y015
+
+@_typing.final
+class CancelRequest(_message.Message):
+    """Request of Agent.Cancel."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    """The run to stop; required."""
+    user_id: _builtins.str
+    """The caller; must own the run's thread."""
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelRequest: _TypeAlias = CancelRequest  # noqa: Y015
+
+@_typing.final
+class CancelResponse(_message.Message):
+    """Response of Agent.Cancel."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    status: Global___RunStatus.ValueType
+    """Status after the request: CANCELLED when the run was stopped here, the
+    run's final status when it had already ended, RUNNING while another
+    gateway is still reaching its next safe point.
+    """
+    def __init__(
+        self,
+        *,
+        status: Global___RunStatus.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelResponse: _TypeAlias = CancelResponse  # noqa: Y015
+
+@_typing.final
+class WatchRequest(_message.Message):
+    """Request of Agent.Watch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    AFTER_SEQUENCE_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    """The run; required."""
+    user_id: _builtins.str
+    """The caller; must own the run's thread."""
+    after_sequence: _builtins.int
+    """Only events with a larger sequence; 0 streams from the start."""
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        after_sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_sequence", b"after_sequence", "run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchRequest: _TypeAlias = WatchRequest  # noqa: Y015
+
+@_typing.final
+class WatchResponse(_message.Message):
+    """One event of Agent.Watch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def event(self) -> Global___RunEvent:
+        """The event."""
+
+    def __init__(
+        self,
+        *,
+        event: Global___RunEvent | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchResponse: _TypeAlias = WatchResponse  # noqa: Y015

@@ -26,7 +26,10 @@ if _version_not_supported:
 
 
 class AgentStub:
-    """The agent loop as a service.
+    """The agent loop as a service. Runs are durable: every node transition is
+    checkpointed before the next node starts, so a run survives the gateway
+    that started it and can be resumed, watched or cancelled from any gateway
+    sharing the same database.
     """
 
     def __init__(self, channel):
@@ -45,18 +48,49 @@ class AgentStub:
                 request_serializer=agentloop_dot_v1_dot_agent__pb2.InvokeRequest.SerializeToString,
                 response_deserializer=agentloop_dot_v1_dot_agent__pb2.InvokeResponse.FromString,
                 _registered_method=True)
+        self.GetThread = channel.unary_unary(
+                '/agentloop.v1.Agent/GetThread',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.GetThreadRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.GetThreadResponse.FromString,
+                _registered_method=True)
+        self.ListCheckpoints = channel.unary_unary(
+                '/agentloop.v1.Agent/ListCheckpoints',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListCheckpointsResponse.FromString,
+                _registered_method=True)
+        self.Resume = channel.unary_stream(
+                '/agentloop.v1.Agent/Resume',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ResumeRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ResumeResponse.FromString,
+                _registered_method=True)
+        self.Cancel = channel.unary_unary(
+                '/agentloop.v1.Agent/Cancel',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.CancelRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.CancelResponse.FromString,
+                _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/agentloop.v1.Agent/Watch',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.WatchRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.WatchResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
-    """The agent loop as a service.
+    """The agent loop as a service. Runs are durable: every node transition is
+    checkpointed before the next node starts, so a run survives the gateway
+    that started it and can be resumed, watched or cancelled from any gateway
+    sharing the same database.
     """
 
     def Run(self, request, context):
-        """Runs the loop and streams its events: node_start/node_end around each
-        node, llm_token while the model writes, tool_start/tool_end per tool
-        call, then exactly one final event (or one error event). Errors before
-        the run starts: INVALID_ARGUMENT naming the bad field. A client that
-        cancels the stream cancels the run.
+        """Starts a run on a thread and streams its events: node_start/node_end
+        around each node, llm_token while the model writes, tool_start/tool_end
+        per tool call, then exactly one final event (or one error event).
+        Errors before the run starts: INVALID_ARGUMENT naming the bad field;
+        NOT_FOUND for a thread of another user; ABORTED when the thread already
+        has an active run and the policy is REJECT. A client that goes away does
+        not stop the run unless options.cancel_on_disconnect is set; reattach
+        with Watch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -65,6 +99,48 @@ class AgentServicer:
     def Invoke(self, request, context):
         """Runs the loop to the end and returns only the outcome. Nothing streams,
         so the final answer is never generated twice (stream_mode is ignored).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetThread(self, request, context):
+        """Reads a thread: its conversation and the state of its latest run, or the
+        state as of one checkpoint. NOT_FOUND for an unknown thread or one that
+        belongs to another user.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCheckpoints(self, request, context):
+        """Lists a thread's checkpoints, oldest first, a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Resume(self, request, context):
+        """Continues an interrupted run (its gateway died) from its last
+        checkpoint and streams its events from there. Tool calls that already
+        finished are not run again. FAILED_PRECONDITION when the run has ended
+        or another live gateway owns it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Cancel(self, request, context):
+        """Asks a run to stop at its next safe point. Tool calls already issued get
+        a "cancelled" result so the thread stays valid for its next run.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Watch(self, request, context):
+        """Streams a run's events with sequence > after_sequence: the stored ones
+        first, then live ones until the run ends. Works during and after the run.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -83,6 +159,31 @@ def add_AgentServicer_to_server(servicer, server):
                     request_deserializer=agentloop_dot_v1_dot_agent__pb2.InvokeRequest.FromString,
                     response_serializer=agentloop_dot_v1_dot_agent__pb2.InvokeResponse.SerializeToString,
             ),
+            'GetThread': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetThread,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.GetThreadRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.GetThreadResponse.SerializeToString,
+            ),
+            'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCheckpoints,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ListCheckpointsResponse.SerializeToString,
+            ),
+            'Resume': grpc.unary_stream_rpc_method_handler(
+                    servicer.Resume,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ResumeRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ResumeResponse.SerializeToString,
+            ),
+            'Cancel': grpc.unary_unary_rpc_method_handler(
+                    servicer.Cancel,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.CancelRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.CancelResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.WatchRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.WatchResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'agentloop.v1.Agent', rpc_method_handlers)
@@ -92,7 +193,10 @@ def add_AgentServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Agent:
-    """The agent loop as a service.
+    """The agent loop as a service. Runs are durable: every node transition is
+    checkpointed before the next node starts, so a run survives the gateway
+    that started it and can be resumed, watched or cancelled from any gateway
+    sharing the same database.
     """
 
     @staticmethod
@@ -139,6 +243,141 @@ class Agent:
             '/agentloop.v1.Agent/Invoke',
             agentloop_dot_v1_dot_agent__pb2.InvokeRequest.SerializeToString,
             agentloop_dot_v1_dot_agent__pb2.InvokeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/GetThread',
+            agentloop_dot_v1_dot_agent__pb2.GetThreadRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.GetThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ListCheckpoints',
+            agentloop_dot_v1_dot_agent__pb2.ListCheckpointsRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ListCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentloop.v1.Agent/Resume',
+            agentloop_dot_v1_dot_agent__pb2.ResumeRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ResumeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Cancel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/Cancel',
+            agentloop_dot_v1_dot_agent__pb2.CancelRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.CancelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentloop.v1.Agent/Watch',
+            agentloop_dot_v1_dot_agent__pb2.WatchRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,43 +31,103 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class AgentStub:
-    """The agent loop as a service."""
+    """The agent loop as a service. Runs are durable: every node transition is
+    checkpointed before the next node starts, so a run survives the gateway
+    that started it and can be resumed, watched or cancelled from any gateway
+    sharing the same database.
+    """
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> AgentAsyncStub: ...
     Run: _grpc.UnaryStreamMultiCallable[_agent_pb2.RunRequest, _agent_pb2.RunResponse]
-    """Runs the loop and streams its events: node_start/node_end around each
-    node, llm_token while the model writes, tool_start/tool_end per tool
-    call, then exactly one final event (or one error event). Errors before
-    the run starts: INVALID_ARGUMENT naming the bad field. A client that
-    cancels the stream cancels the run.
+    """Starts a run on a thread and streams its events: node_start/node_end
+    around each node, llm_token while the model writes, tool_start/tool_end
+    per tool call, then exactly one final event (or one error event).
+    Errors before the run starts: INVALID_ARGUMENT naming the bad field;
+    NOT_FOUND for a thread of another user; ABORTED when the thread already
+    has an active run and the policy is REJECT. A client that goes away does
+    not stop the run unless options.cancel_on_disconnect is set; reattach
+    with Watch.
     """
     Invoke: _grpc.UnaryUnaryMultiCallable[_agent_pb2.InvokeRequest, _agent_pb2.InvokeResponse]
     """Runs the loop to the end and returns only the outcome. Nothing streams,
     so the final answer is never generated twice (stream_mode is ignored).
     """
+    GetThread: _grpc.UnaryUnaryMultiCallable[_agent_pb2.GetThreadRequest, _agent_pb2.GetThreadResponse]
+    """Reads a thread: its conversation and the state of its latest run, or the
+    state as of one checkpoint. NOT_FOUND for an unknown thread or one that
+    belongs to another user.
+    """
+    ListCheckpoints: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListCheckpointsRequest, _agent_pb2.ListCheckpointsResponse]
+    """Lists a thread's checkpoints, oldest first, a page at a time."""
+    Resume: _grpc.UnaryStreamMultiCallable[_agent_pb2.ResumeRequest, _agent_pb2.ResumeResponse]
+    """Continues an interrupted run (its gateway died) from its last
+    checkpoint and streams its events from there. Tool calls that already
+    finished are not run again. FAILED_PRECONDITION when the run has ended
+    or another live gateway owns it.
+    """
+    Cancel: _grpc.UnaryUnaryMultiCallable[_agent_pb2.CancelRequest, _agent_pb2.CancelResponse]
+    """Asks a run to stop at its next safe point. Tool calls already issued get
+    a "cancelled" result so the thread stays valid for its next run.
+    """
+    Watch: _grpc.UnaryStreamMultiCallable[_agent_pb2.WatchRequest, _agent_pb2.WatchResponse]
+    """Streams a run's events with sequence > after_sequence: the stored ones
+    first, then live ones until the run ends. Works during and after the run.
+    """
 
 @_typing.type_check_only
 class AgentAsyncStub(AgentStub):
-    """The agent loop as a service."""
+    """The agent loop as a service. Runs are durable: every node transition is
+    checkpointed before the next node starts, so a run survives the gateway
+    that started it and can be resumed, watched or cancelled from any gateway
+    sharing the same database.
+    """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Run: _aio.UnaryStreamMultiCallable[_agent_pb2.RunRequest, _agent_pb2.RunResponse]  # type: ignore[assignment]
-    """Runs the loop and streams its events: node_start/node_end around each
-    node, llm_token while the model writes, tool_start/tool_end per tool
-    call, then exactly one final event (or one error event). Errors before
-    the run starts: INVALID_ARGUMENT naming the bad field. A client that
-    cancels the stream cancels the run.
+    """Starts a run on a thread and streams its events: node_start/node_end
+    around each node, llm_token while the model writes, tool_start/tool_end
+    per tool call, then exactly one final event (or one error event).
+    Errors before the run starts: INVALID_ARGUMENT naming the bad field;
+    NOT_FOUND for a thread of another user; ABORTED when the thread already
+    has an active run and the policy is REJECT. A client that goes away does
+    not stop the run unless options.cancel_on_disconnect is set; reattach
+    with Watch.
     """
     Invoke: _aio.UnaryUnaryMultiCallable[_agent_pb2.InvokeRequest, _agent_pb2.InvokeResponse]  # type: ignore[assignment]
     """Runs the loop to the end and returns only the outcome. Nothing streams,
     so the final answer is never generated twice (stream_mode is ignored).
     """
+    GetThread: _aio.UnaryUnaryMultiCallable[_agent_pb2.GetThreadRequest, _agent_pb2.GetThreadResponse]  # type: ignore[assignment]
+    """Reads a thread: its conversation and the state of its latest run, or the
+    state as of one checkpoint. NOT_FOUND for an unknown thread or one that
+    belongs to another user.
+    """
+    ListCheckpoints: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListCheckpointsRequest, _agent_pb2.ListCheckpointsResponse]  # type: ignore[assignment]
+    """Lists a thread's checkpoints, oldest first, a page at a time."""
+    Resume: _aio.UnaryStreamMultiCallable[_agent_pb2.ResumeRequest, _agent_pb2.ResumeResponse]  # type: ignore[assignment]
+    """Continues an interrupted run (its gateway died) from its last
+    checkpoint and streams its events from there. Tool calls that already
+    finished are not run again. FAILED_PRECONDITION when the run has ended
+    or another live gateway owns it.
+    """
+    Cancel: _aio.UnaryUnaryMultiCallable[_agent_pb2.CancelRequest, _agent_pb2.CancelResponse]  # type: ignore[assignment]
+    """Asks a run to stop at its next safe point. Tool calls already issued get
+    a "cancelled" result so the thread stays valid for its next run.
+    """
+    Watch: _aio.UnaryStreamMultiCallable[_agent_pb2.WatchRequest, _agent_pb2.WatchResponse]  # type: ignore[assignment]
+    """Streams a run's events with sequence > after_sequence: the stored ones
+    first, then live ones until the run ends. Works during and after the run.
+    """
 
 class AgentServicer(metaclass=_abc_1.ABCMeta):
-    """The agent loop as a service."""
+    """The agent loop as a service. Runs are durable: every node transition is
+    checkpointed before the next node starts, so a run survives the gateway
+    that started it and can be resumed, watched or cancelled from any gateway
+    sharing the same database.
+    """
 
     @_abc_1.abstractmethod
     def Run(
@@ -75,11 +135,14 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         request: _agent_pb2.RunRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_agent_pb2.RunResponse], _abc.AsyncIterator[_agent_pb2.RunResponse]]:
-        """Runs the loop and streams its events: node_start/node_end around each
-        node, llm_token while the model writes, tool_start/tool_end per tool
-        call, then exactly one final event (or one error event). Errors before
-        the run starts: INVALID_ARGUMENT naming the bad field. A client that
-        cancels the stream cancels the run.
+        """Starts a run on a thread and streams its events: node_start/node_end
+        around each node, llm_token while the model writes, tool_start/tool_end
+        per tool call, then exactly one final event (or one error event).
+        Errors before the run starts: INVALID_ARGUMENT naming the bad field;
+        NOT_FOUND for a thread of another user; ABORTED when the thread already
+        has an active run and the policy is REJECT. A client that goes away does
+        not stop the run unless options.cancel_on_disconnect is set; reattach
+        with Watch.
         """
 
     @_abc_1.abstractmethod
@@ -90,6 +153,57 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_agent_pb2.InvokeResponse, _abc.Awaitable[_agent_pb2.InvokeResponse]]:
         """Runs the loop to the end and returns only the outcome. Nothing streams,
         so the final answer is never generated twice (stream_mode is ignored).
+        """
+
+    @_abc_1.abstractmethod
+    def GetThread(
+        self,
+        request: _agent_pb2.GetThreadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.GetThreadResponse, _abc.Awaitable[_agent_pb2.GetThreadResponse]]:
+        """Reads a thread: its conversation and the state of its latest run, or the
+        state as of one checkpoint. NOT_FOUND for an unknown thread or one that
+        belongs to another user.
+        """
+
+    @_abc_1.abstractmethod
+    def ListCheckpoints(
+        self,
+        request: _agent_pb2.ListCheckpointsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ListCheckpointsResponse, _abc.Awaitable[_agent_pb2.ListCheckpointsResponse]]:
+        """Lists a thread's checkpoints, oldest first, a page at a time."""
+
+    @_abc_1.abstractmethod
+    def Resume(
+        self,
+        request: _agent_pb2.ResumeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_agent_pb2.ResumeResponse], _abc.AsyncIterator[_agent_pb2.ResumeResponse]]:
+        """Continues an interrupted run (its gateway died) from its last
+        checkpoint and streams its events from there. Tool calls that already
+        finished are not run again. FAILED_PRECONDITION when the run has ended
+        or another live gateway owns it.
+        """
+
+    @_abc_1.abstractmethod
+    def Cancel(
+        self,
+        request: _agent_pb2.CancelRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.CancelResponse, _abc.Awaitable[_agent_pb2.CancelResponse]]:
+        """Asks a run to stop at its next safe point. Tool calls already issued get
+        a "cancelled" result so the thread stays valid for its next run.
+        """
+
+    @_abc_1.abstractmethod
+    def Watch(
+        self,
+        request: _agent_pb2.WatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_agent_pb2.WatchResponse], _abc.AsyncIterator[_agent_pb2.WatchResponse]]:
+        """Streams a run's events with sequence > after_sequence: the stored ones
+        first, then live ones until the run ends. Works during and after the run.
         """
 
 def add_AgentServicer_to_server(servicer: AgentServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

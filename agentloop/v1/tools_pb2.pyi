@@ -79,10 +79,18 @@ class ExecuteRequest(_message.Message):
     CALLS_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     MAX_CONCURRENCY_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_SCOPE_FIELD_NUMBER: _builtins.int
     timeout_seconds: _builtins.float
     """Per-call timeout in seconds; 0 uses the service default. Must be >= 0."""
     max_concurrency: _builtins.int
     """How many calls may run at once; 0 uses the service default. Must be >= 0."""
+    idempotency_scope: _builtins.str
+    """Scope of the calls' ids, typically the run id. When set, a call whose
+    (scope, id) already finished recently returns that result instead of
+    running again, and one still running is joined rather than started twice:
+    a gateway that re-issues a batch after a crash never repeats finished work.
+    Tools see "<scope>:<id>" as their idempotency key.
+    """
     @_builtins.property
     def calls(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ToolCall]:
         """The calls to run; ids must be non-empty and unique within the batch."""
@@ -93,10 +101,11 @@ class ExecuteRequest(_message.Message):
         calls: _abc.Iterable[_common_pb2.ToolCall] | None = ...,
         timeout_seconds: _builtins.float = ...,
         max_concurrency: _builtins.int = ...,
+        idempotency_scope: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "max_concurrency", b"max_concurrency", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "idempotency_scope", b"idempotency_scope", "max_concurrency", b"max_concurrency", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

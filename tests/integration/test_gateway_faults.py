@@ -114,16 +114,19 @@ async def test_tool_service_down_mid_conversation_reports_the_tools_node() -> No
         await stack.close()
 
 
-async def test_client_disconnect_cancels_the_run() -> None:
+async def test_client_disconnect_cancels_the_run_when_asked() -> None:
     slow = Script(scenarios=SCRIPT.scenarios, latency=Latency(per_token_ms=20))
     stack = await start_stack(slow, make_registry()[0])
     try:
         request = agent_pb2.RunRequest(
-            input="hello", options=agent_pb2.RunOptions(stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
+            input="hello",
+            options=agent_pb2.RunOptions(
+                stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS, cancel_on_disconnect=True
+            ),
         )
         call = stack.agent.Run(request, timeout=30)
-        async for event in call:
-            if event.WhichOneof("event") == "llm_token":
+        async for response in call:
+            if response.event.WhichOneof("event") == "llm_token":
                 break
         assert stack.agent_service.active_runs == 1
         call.cancel()

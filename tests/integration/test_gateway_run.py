@@ -66,7 +66,7 @@ def stack(stack_and_probe: tuple[Stack, Probe]) -> Stack:
     return stack_and_probe[0]
 
 
-def tool_ends(events: list[agent_pb2.RunResponse]) -> list[common_pb2.ToolResult]:
+def tool_ends(events: list[agent_pb2.RunEvent]) -> list[common_pb2.ToolResult]:
     return [e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"]
 
 
@@ -224,7 +224,7 @@ async def test_invoke_returns_the_outcome_and_every_tool_result(stack: Stack) ->
 async def test_history_continues_a_conversation(stack: Stack) -> None:
     first = final_of(await stack.run("multi step please"))
     request = agent_pb2.RunRequest(input="hello again", history=first.messages, thread_id="t-1")
-    events = [e async for e in stack.agent.Run(request, timeout=30)]
+    events = [r.event async for r in stack.agent.Run(request, timeout=30)]
     assert {e.thread_id for e in events} == {"t-1"}
     sent = stack.model.requests[-1]["messages"]
     assert sent[0]["role"] == "system"
@@ -290,7 +290,8 @@ async def test_slow_model_tokens_arrive_before_the_answer_is_complete(stack: Sta
         input="hello", options=agent_pb2.RunOptions(stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
     )
     seen_before_final = 0
-    async for event in stack.agent.Run(request, timeout=30):
+    async for response in stack.agent.Run(request, timeout=30):
+        event = response.event
         if event.WhichOneof("event") == "llm_token":
             seen_before_final += 1
         if event.WhichOneof("event") == "final":

@@ -8,6 +8,7 @@ to the gateway through a real channel.
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +19,7 @@ from agentloop.scripted_model import Script, ScriptedModelServer
 from agentloop.serving import ServerHandle
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
-from gateway.clients import Dependencies
-from gateway.service import AgentService
+from gateway.service import AgentService, Gateway
 from gateway.service import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc import ToolRegistry
@@ -33,11 +33,13 @@ class Stack:
     model: ScriptedModelServer
     tools: ServerHandle
     reasoner: ServerHandle
-    gateway: ServerHandle
-    agent_service: AgentService
-    deps: Dependencies
+    gateway: Gateway
     channel: grpc.aio.Channel
     closers: list[Any]
+
+    @property
+    def agent_service(self) -> AgentService:
+        return self.gateway.service
 
     @property
     def agent(self) -> agent_pb2_grpc.AgentStub:
@@ -56,17 +58,20 @@ class Stack:
         self.closers.append(channel.close)
         return channel
 
-    async def run(self, text: str, deadline_s: float = 30, **options: Any) -> list[agent_pb2.RunResponse]:
+    async def run(
+        self, text: str, deadline_s: float = 30, thread_id: str = "", user_id: str = "", **options: Any
+    ) -> list[agent_pb2.RunEvent]:
         """All events of one Run."""
-        request = agent_pb2.RunRequest(input=text, options=agent_pb2.RunOptions(**options))
-        return [event async for event in self.agent.Run(request, timeout=deadline_s)]
+        request = agent_pb2.RunRequest(
+            input=text, thread_id=thread_id, user_id=user_id, options=agent_pb2.RunOptions(**options)
+        )
+        return [response.event async for response in self.agent.Run(request, timeout=deadline_s)]
 
     async def close(self) -> None:
         for close in reversed(self.closers):
             await close()
         await self.channel.close()
-        await self.gateway.stop(0)
-        await self.deps.close()
+        await self.gateway.close(0)
         await self.reasoner.stop(0)
         await self.tools.stop(0)
         await self.model.stop()
@@ -80,6 +85,7 @@ async def start_stack(
     reasoner_addr: str | None = None,
     gateway_overrides: dict[str, Any] | None = None,
     reasoner_overrides: dict[str, Any] | None = None,
+    database_url: str | None = None,
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports (addresses can be overridden to break hops)."""
     model = ScriptedModelServer(script)
@@ -98,20 +104,22 @@ async def start_stack(
         "reasoner_addr": reasoner_addr or f"127.0.0.1:{reasoner.port}",
         "tools_addr": f"127.0.0.1:{tools.port}",
         "rpc_backoff_s": 0.01,
+        "database_url": database_url
+        or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='agentloop-')}/test.db",
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway, service, deps = await create_gateway(gateway_settings)
+    gateway = await create_gateway(gateway_settings)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
-    return Stack(model, tools, reasoner, gateway, service, deps, channel, [client.close])
+    return Stack(model, tools, reasoner, gateway, channel, [client.close])
 
 
-def kinds(events: Sequence[agent_pb2.RunResponse]) -> list[str]:
+def kinds(events: Sequence[agent_pb2.RunEvent]) -> list[str]:
     """The oneof name of each event, in order."""
     return [str(e.WhichOneof("event")) for e in events]
 
 
-def final_of(events: Sequence[agent_pb2.RunResponse]) -> agent_pb2.RunFinal:
+def final_of(events: Sequence[agent_pb2.RunEvent]) -> agent_pb2.RunFinal:
     """The final event's payload; fails if the run did not end with one."""
     last = events[-1]
     assert last.WhichOneof("event") == "final", f"run ended with {last.WhichOneof('event')}: {last}"

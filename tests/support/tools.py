@@ -18,6 +18,8 @@ class Probe:
     barrier: asyncio.Barrier = field(default_factory=lambda: asyncio.Barrier(2))
     calls: Counter[str] = field(default_factory=Counter)
     cancelled: int = 0
+    started: Counter[str] = field(default_factory=Counter)
+    finished: Counter[str] = field(default_factory=Counter)
 
 
 def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, Probe]:
@@ -72,6 +74,20 @@ def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, P
         probe.calls["add"] += 1
         return a + b
 
-    for fn in (meet, sleep_for, explode, add):
+    @tool
+    async def count_once(key: str, seconds: float = 0.0) -> str:
+        """Count how often each key starts and finishes (finished twice = work done twice).
+
+        Args:
+            key: what to count.
+            seconds: how long the work takes.
+        """
+        probe.started[key] += 1
+        if seconds:
+            await asyncio.sleep(seconds)
+        probe.finished[key] += 1
+        return f"counted {key}"
+
+    for fn in (meet, sleep_for, explode, add, count_once):
         registry.register(fn)
     return registry, probe

@@ -9,7 +9,7 @@ from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.graph import EDGES, END, NODES, START, route_after_agent
 from gateway.state import RunConfig, RunState, Update
-from gateway.validation import initial_messages, run_config
+from gateway.validation import new_turn_messages, run_config
 
 
 def _state() -> RunState:
@@ -90,23 +90,22 @@ def test_run_config_rejects_bad_options(options: agent_pb2.RunOptions, field: st
     assert info.value.field == field
 
 
-def test_initial_messages_orders_system_history_question() -> None:
+def test_new_turn_orders_history_then_question() -> None:
     history = [
         common_pb2.Message(role=common_pb2.ROLE_USER, content="earlier"),
         _assistant_calling("calc"),
         common_pb2.Message(role=common_pb2.ROLE_TOOL, tool_call_id="c0", content="1"),
         common_pb2.Message(role=common_pb2.ROLE_ASSISTANT, content="one"),
     ]
-    msgs = initial_messages(agent_pb2.RunRequest(input="now?", history=history), "sys")
+    msgs = new_turn_messages(agent_pb2.RunRequest(input="now?", history=history))
     assert [m.role for m in msgs] == [
-        common_pb2.ROLE_SYSTEM,
         common_pb2.ROLE_USER,
         common_pb2.ROLE_ASSISTANT,
         common_pb2.ROLE_TOOL,
         common_pb2.ROLE_ASSISTANT,
         common_pb2.ROLE_USER,
     ]
-    assert msgs[0].content == "sys"
+    assert msgs[0].content == "earlier"
     assert msgs[-1].content == "now?"
 
 
@@ -138,7 +137,7 @@ def test_initial_messages_orders_system_history_question() -> None:
         ),
     ],
 )
-def test_initial_messages_rejects_bad_history(request_: agent_pb2.RunRequest, field: str) -> None:
+def test_new_turn_rejects_bad_history(request_: agent_pb2.RunRequest, field: str) -> None:
     with pytest.raises(InvalidArgument) as info:
-        initial_messages(request_, "sys")
+        new_turn_messages(request_)
     assert info.value.field == field

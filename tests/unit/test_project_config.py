@@ -15,19 +15,22 @@ from agentloop.cli import _parser
 from agentloop.scripted_model.cli import build_parser as model_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTING = re.compile(r'"((?:AGENTLOOP|OPENAI)_[A-Z_]+)"')
+SETTING = re.compile(r'"((?:AGENTLOOP|OPENAI)_[A-Z_]+|DATABASE_URL)"')
+PACKAGES = ("agentloop", "reasoner_svc", "tool_svc", "gateway")
 
 
 def code_settings() -> set[str]:
     names: set[str] = set()
-    for path in (ROOT / "agentloop").glob("*.py"):
-        names |= set(SETTING.findall(path.read_text()))
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "v1" not in path.parts:
+                names |= set(SETTING.findall(path.read_text()))
     return names
 
 
 def readme_settings() -> set[str]:
     text = (ROOT / "README.md").read_text()
-    return set(re.findall(r"^\| `((?:AGENTLOOP|OPENAI)_[A-Z_]+)` \|", text, flags=re.M))
+    return set(re.findall(r"^\| `((?:AGENTLOOP|OPENAI)_[A-Z_]+|DATABASE_URL)` \|", text, flags=re.M))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,399 @@
+"""Run lifecycle in one gateway instance: start, resume, cancel, watch, and adopting orphans.
+
+A run executes in a task owned by the RunManager, not by the RPC that asked
+for it, so a client that goes away does not stop the run (unless it asked
+for that). Ownership of a RUNNING run is a lease in the store, renewed by a
+heartbeat; a run whose owner died is claimed by exactly one gateway's orphan
+scan (or by an explicit Resume) and continues from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from agentloop.settings import GatewaySettings
+from agentloop.v1 import agent_pb2, common_pb2
+from gateway.catalog import ToolCatalog
+from gateway.clients import Dependencies
+from gateway.events import END_OF_RUN, EventSink
+from gateway.graph import END, START, run_graph
+from gateway.journal import RunJournal
+from gateway.nodes import RunContext
+from gateway.state import RunState
+from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
+from gateway.validation import RunLikeRequest, new_turn_messages, run_config
+
+log = logging.getLogger(__name__)
+
+_QUEUE_POLL_S = 0.05
+_WATCH_POLL_S = 0.1
+
+
+@dataclass
+class ActiveRun:
+    """A run executing in this process."""
+
+    run_id: str
+    thread_id: str
+    user_id: str
+    sink: EventSink
+    cancel: asyncio.Event
+    state: RunState
+    task: asyncio.Task[RunState] | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    start_sequence: int = 0
+    """Sequence of the last event emitted before this process took the run (0 for a new run)."""
+
+
+def default_instance_id() -> str:
+    """host-pid-random: unique per gateway process, readable in the runs table."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class RunManager:
+    """Starts, resumes, cancels and watches runs; keeps leases alive; adopts orphans."""
+
+    def __init__(self, settings: GatewaySettings, deps: Dependencies, store: Store) -> None:
+        self._settings = settings
+        self._deps = deps
+        self._store = store
+        self._catalog = ToolCatalog(deps.tools, settings.tools_cache_s)
+        self.instance_id = settings.instance_id or default_instance_id()
+        self._active: dict[str, ActiveRun] = {}
+        self._thread_freed: dict[str, asyncio.Event] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def active_runs(self) -> int:
+        """Runs executing in this process."""
+        return len(self._active)
+
+    # --- lifecycle -------------------------------------------------------------
+    def start_background(self) -> None:
+        """Heartbeat, orphan adoption and retention loops."""
+        for loop in (self._heartbeat_loop(), self._orphan_loop(), self._retention_loop()):
+            task = asyncio.create_task(loop)
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def shutdown(self) -> None:
+        """Stop local runs (each is checkpointed at its last transition) and hand their leases over."""
+        for task in list(self._background):
+            task.cancel()
+        runs = [a.task for a in self._active.values() if a.task is not None]
+        for run_task in runs:
+            run_task.cancel()
+        await asyncio.gather(*runs, *self._background, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            released = await self._store.release(self.instance_id)
+            if released:
+                log.info("released %d runs for other gateways to resume", released)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._settings.lease_s / 3)
+            try:
+                await self._store.heartbeat(self.instance_id, self._settings.lease_s)
+            except Exception:
+                log.warning("lease heartbeat failed", exc_info=True)
+
+    async def _orphan_loop(self) -> None:
+        while True:
+            try:
+                await self.adopt_orphans()
+            except Exception:
+                log.warning("orphan scan failed", exc_info=True)
+            await asyncio.sleep(self._settings.orphan_scan_s)
+
+    async def _retention_loop(self) -> None:
+        keep, ttl = self._settings.retention_keep_checkpoints, self._settings.retention_idle_ttl_s
+        if keep <= 0 and ttl <= 0:
+            return
+        while True:
+            try:
+                stats = await self._store.prune(keep if keep > 0 else 1_000_000_000, ttl or None)
+                log.info("retention: %s", stats)
+            except Exception:
+                log.warning("retention pass failed", exc_info=True)
+            await asyncio.sleep(self._settings.retention_interval_s)
+
+    async def adopt_orphans(self) -> list[str]:
+        """Claim runs whose owner's lease expired and continue them here."""
+        claimed = await self._store.claim_orphans(self.instance_id, self._settings.lease_s, limit=16)
+        for run_id in claimed:
+            log.info("adopting orphaned run %s", run_id)
+            try:
+                await self._launch_existing(run_id)
+            except Exception:
+                log.exception("could not resume run %s", run_id)
+        return claimed
+
+    # --- access ----------------------------------------------------------------
+    async def owned_run(self, run_id: str, user_id: str) -> RunRow:
+        """The run if it exists and belongs to `user_id`; NOT_FOUND otherwise (no existence leak)."""
+        if not run_id:
+            raise InvalidArgument("run_id", "must not be empty")
+        row = await self._store.get_run(run_id)
+        if row is None or row.user_id != user_id:
+            raise NotFound(f"run {run_id!r} not found")
+        return row
+
+    async def owned_thread_exists(self, thread_id: str, user_id: str) -> None:
+        """NOT_FOUND unless the thread exists and belongs to `user_id`."""
+        if not thread_id:
+            raise InvalidArgument("thread_id", "must not be empty")
+        thread = await self._store.get_thread(thread_id)
+        if thread is None or thread.user_id != user_id:
+            raise NotFound(f"thread {thread_id!r} not found")
+
+    def local(self, run_id: str) -> ActiveRun | None:
+        """The run if it executes in this process."""
+        return self._active.get(run_id)
+
+    # --- starting ----------------------------------------------------------------
+    async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
+        """Validate, create (or continue) the thread, queue the run, start it when the thread is free."""
+        config = run_config(request.options, self._settings, force_no_stream=not streaming)
+        new_messages = new_turn_messages(request)
+        specs = await self._catalog.select(config.tool_names, "options.tools")
+        thread_id = request.thread_id or uuid.uuid4().hex
+        thread = await self._store.get_thread(thread_id)
+        if thread is not None and thread.user_id != request.user_id:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if thread is not None and thread.message_count and request.history:
+            raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
+        if thread is None:
+            thread = await self._store.create_thread(thread_id, request.user_id)
+            if thread.user_id != request.user_id:
+                raise NotFound(f"thread {thread_id!r} not found")
+        stored = agent_pb2.RunRequest(
+            input=request.input,
+            user_id=request.user_id,
+            thread_id=thread_id,
+            history=request.history,
+            options=request.options,
+        )
+        if not streaming:
+            stored.options.stream_mode = agent_pb2.STREAM_MODE_NONE
+        run_id = uuid.uuid4().hex
+        await self._store.create_run(run_id, thread_id, request.user_id, stored.SerializeToString())
+        await self._start_when_free(run_id, thread_id, request.options.concurrency)
+        history = await self._store.thread_messages(thread_id)
+        state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
+        state.messages = [
+            common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
+            *history,
+        ]
+        sink = EventSink(run_id, thread_id)
+        return self._launch(state, sink, specs, new_messages, START, deadline, recorded={})
+
+    async def _start_when_free(self, run_id: str, thread_id: str, policy: int) -> None:
+        """RUNNING now, or (ENQUEUE) as soon as the thread's active run ends; REJECT → ABORTED."""
+        while True:
+            try:
+                await self._store.start_run(run_id, self.instance_id, self._settings.lease_s)
+                return
+            except ThreadBusy:
+                if policy != agent_pb2.CONCURRENCY_POLICY_ENQUEUE:
+                    await self._store.set_status(run_id, RunStatus.CANCELLED)
+                    raise Aborted(
+                        f"thread {thread_id!r} already has an active run "
+                        "(options.concurrency=REJECT; use ENQUEUE to wait for it)"
+                    ) from None
+            freed = self._thread_freed.setdefault(thread_id, asyncio.Event())
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(freed.wait(), _QUEUE_POLL_S * 10)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._store.set_status(run_id, RunStatus.CANCELLED))
+                raise
+
+    async def resume(self, run_id: str, user_id: str) -> ActiveRun:
+        """Continue an interrupted run here (or attach to it if it already runs here)."""
+        row = await self.owned_run(run_id, user_id)
+        if (active := self._active.get(run_id)) is not None:
+            return active
+        if row.status != RunStatus.RUNNING:
+            raise FailedPrecondition(
+                f"run {run_id!r} is {row.status.value}; only a running run can be resumed"
+            )
+        if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
+            raise FailedPrecondition(f"run {run_id!r} is owned by a live gateway ({row.owner}); use Watch")
+        return await self._launch_existing(run_id)
+
+    async def _launch_existing(self, run_id: str) -> ActiveRun:
+        """Rebuild a claimed run from its newest checkpoint and continue it."""
+        row = await self._store.get_run(run_id)
+        if row is None:
+            raise NotFound(f"run {run_id!r} not found")
+        request = agent_pb2.RunRequest.FromString(row.request)
+        config = run_config(request.options, self._settings, force_no_stream=False)
+        specs = await self._catalog.select(config.tool_names, "options.tools")
+        checkpoint = await self._store.latest_checkpoint(run_id)
+        history = await self._store.thread_messages(row.thread_id)
+        state = RunState(run_id=run_id, thread_id=row.thread_id, user_id=row.user_id, config=config)
+        state.messages = [
+            common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
+            *history,
+        ]
+        start, new_messages = START, new_turn_messages(request)
+        if checkpoint is not None:
+            rec = checkpoint.record
+            start, new_messages = rec.next_node or END, []
+            state.current_step = rec.current_step
+            state.llm_calls = rec.llm_calls
+            state.usage.CopyFrom(rec.usage)
+            state.stop = rec.stop
+            state.stop_reason = rec.stop_reason
+            state.final_reply = rec.final_reply
+            state.tools_used = list(rec.tools_used)
+        recorded = await self._store.tool_results(run_id)
+        state.tool_result_history = list(recorded.values())
+        sink = EventSink(run_id, row.thread_id, last_sequence=row.last_sequence)
+        log.info("run %s resumes at %s (step %d)", run_id, start or "END", state.current_step)
+        return self._launch(state, sink, specs, new_messages, start, None, recorded)
+
+    def _launch(
+        self,
+        state: RunState,
+        sink: EventSink,
+        specs: list[common_pb2.ToolSpec],
+        new_messages: list[common_pb2.Message],
+        start: str,
+        deadline: float | None,
+        recorded: dict[str, common_pb2.ToolResult],
+    ) -> ActiveRun:
+        cancel = asyncio.Event()
+        ctx = RunContext(
+            reasoner=self._deps.reasoner,
+            tools=self._deps.tools,
+            sink=sink,
+            journal=RunJournal(self._store, self.instance_id, sink, cancel),
+            tool_specs=specs,
+            new_messages=new_messages,
+            step_timeout_s=self._settings.step_timeout_s,
+            deadline=deadline,
+            cancel=cancel,
+            recorded_results=recorded,
+        )
+        active = ActiveRun(
+            state.run_id, state.thread_id, state.user_id, sink, cancel, state, start_sequence=sink.sequence
+        )
+        self._active[state.run_id] = active
+        active.task = asyncio.create_task(self._execute(active, ctx, start), name=f"run-{state.run_id}")
+        return active
+
+    async def _execute(self, active: ActiveRun, ctx: RunContext, start: str) -> RunState:
+        try:
+            if start == END:
+                return active.state
+            return await run_graph(active.state, ctx, start)
+        except LeaseLost:
+            log.warning("run %s: lease lost to another gateway; stopping here", active.run_id)
+            return active.state
+        except asyncio.CancelledError:
+            log.info("run %s: stopped in this process at its last checkpoint", active.run_id)
+            raise
+        except Exception as exc:
+            # The store failed: the run stays RUNNING under our lease, which
+            # expires, and then any gateway resumes it from its last checkpoint.
+            log.exception("run %s: could not be recorded; it will be resumed", active.run_id)
+            active.sink.error("UNAVAILABLE", f"the run could not be recorded and will resume: {exc}", "store")
+            return active.state
+        finally:
+            self._active.pop(active.run_id, None)
+            active.sink.close()
+            active.done.set()
+            freed = self._thread_freed.pop(active.thread_id, None)
+            if freed is not None:
+                freed.set()
+
+    # --- following -------------------------------------------------------------
+    async def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
+        """Events of a local run with sequence > after_sequence: stored, then replayed, then live."""
+        queue = active.sink.subscribe()
+        try:
+            last = after_sequence
+            first_local = active.sink.history[0].sequence if active.sink.history else active.sink.sequence + 1
+            if last + 1 < first_local:
+                for event in await self._store.events(active.run_id, last, limit=first_local - last - 1):
+                    if event.sequence >= first_local:
+                        break
+                    last = event.sequence
+                    yield event
+            for event in list(active.sink.history):
+                if event.sequence > last:
+                    last = event.sequence
+                    yield event
+            while (event := await queue.get()) is not END_OF_RUN:
+                if event.sequence > last:
+                    last = event.sequence
+                    yield event
+        finally:
+            active.sink.unsubscribe(queue)
+
+    async def watch(
+        self, run_id: str, user_id: str, after_sequence: int
+    ) -> AsyncIterator[agent_pb2.RunEvent]:
+        """Events of any run: live from this process, else from the store until the run ends."""
+        if after_sequence < 0:
+            raise InvalidArgument("after_sequence", "must be >= 0")
+        await self.owned_run(run_id, user_id)
+        last = after_sequence
+        while True:
+            active = self._active.get(run_id)
+            if active is not None:
+                async for event in self.follow(active, last):
+                    last = event.sequence
+                    yield event
+                return
+            for event in await self._store.events(run_id, last):
+                last = event.sequence
+                yield event
+            row = await self._store.get_run(run_id)
+            if row is None or (row.status.ended and last >= row.last_sequence):
+                return
+            await asyncio.sleep(_WATCH_POLL_S)
+
+    # --- cancelling ----------------------------------------------------------------
+    async def cancel(self, run_id: str, user_id: str) -> RunStatus:
+        """Stop a run at its next safe point, wherever it executes."""
+        row = await self.owned_run(run_id, user_id)
+        if row.status.ended:
+            return row.status
+        if (active := self._active.get(run_id)) is not None:
+            active.cancel.set()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(active.done.wait(), timeout=10)
+            final = await self._store.get_run(run_id)
+            return final.status if final is not None else RunStatus.CANCELLED
+        if row.status == RunStatus.RUNNING and await self._store.claim_run(
+            run_id, self.instance_id, self._settings.lease_s
+        ):
+            # Nobody was executing it (its owner died): finish it here as cancelled,
+            # closing any tool calls it left open.
+            active = await self._launch_existing(run_id)
+            active.cancel.set()
+            await active.done.wait()
+            final = await self._store.get_run(run_id)
+            return final.status if final is not None else RunStatus.CANCELLED
+        # Queued: cancelled at once. Running elsewhere: its owner stops at its next checkpoint.
+        return (await self._store.request_cancel(run_id)).status
+
+
+def deadline_from(remaining: float | None) -> float | None:
+    """A monotonic deadline from a gRPC context's time_remaining()."""
+    return None if remaining is None else time.monotonic() + remaining

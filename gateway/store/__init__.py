@@ -1,0 +1,1 @@
+"""Durable state of the gateway: threads, runs, checkpoints, messages, tool results and events."""

@@ -1,0 +1,274 @@
+"""The store's interface and row types, shared by every backend.
+
+A run is persisted as append-only pieces: each message of a thread once
+(`messages`), one fixed-size `CheckpointRecord` per node transition, each tool
+result as it finishes, and the run's events. Writing a step therefore costs the
+same whatever the run's length, and a run can be rebuilt from its newest
+checkpoint plus the thread's messages.
+
+Ownership: a RUNNING run has an `owner` (a gateway instance id) whose lease
+expires unless renewed by `heartbeat`. A run whose lease expired is an orphan
+that any gateway may claim, exactly one succeeding.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agentloop.errors import AgentloopError
+from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+
+
+class RunStatus(enum.StrEnum):
+    """Stored status of a run (mirrors agentloop.v1.RunStatus)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class LeaseLost(AgentloopError):
+    """The caller no longer owns the run (its lease expired and another gateway claimed it)."""
+
+
+class ThreadBusy(AgentloopError):
+    """The thread already has a RUNNING run."""
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    thread_id: str
+    user_id: str
+    created_at: datetime
+    updated_at: datetime
+    message_count: int
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    thread_id: str
+    user_id: str
+    status: RunStatus
+    request: bytes
+    """Serialized agentloop.v1.RunRequest the run was started with (its options)."""
+    owner: str | None
+    lease_expires_at: datetime | None
+    cancel_requested: bool
+    checkpoint_count: int
+    last_sequence: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    run_id: str
+    thread_id: str
+    index: int
+    """1-based position within the run."""
+    record: checkpoint_pb2.CheckpointRecord
+    delta_bytes: int
+    """Bytes this checkpoint added: the record plus the messages appended with it."""
+    created_at: datetime
+    position: int
+    """Store-wide write order (an autoincrement key); the page cursor of list_checkpoints."""
+
+    @property
+    def checkpoint_id(self) -> str:
+        return f"{self.run_id}:{self.index}"
+
+
+@dataclass(frozen=True)
+class CheckpointWrite:
+    """What one node transition adds, written in ONE transaction."""
+
+    run_id: str
+    owner: str
+    record: checkpoint_pb2.CheckpointRecord
+    new_messages: Sequence[common_pb2.Message] = ()
+    events: Sequence[agent_pb2.RunEvent] = ()
+    status: RunStatus | None = None
+    """Set to end the run (COMPLETED/FAILED/CANCELLED) in the same transaction."""
+
+
+@dataclass(frozen=True)
+class PruneStats:
+    checkpoints_deleted: int = 0
+    threads_deleted: int = 0
+
+
+@dataclass(frozen=True)
+class StorageStats:
+    """Bytes stored for one run, by table (payload bytes, not counting indexes)."""
+
+    checkpoint_bytes: int = 0
+    message_bytes: int = 0
+    event_bytes: int = 0
+    tool_result_bytes: int = 0
+    by_checkpoint: list[int] = field(default_factory=list)
+
+    @property
+    def state_bytes(self) -> int:
+        """Checkpoint + message bytes: what a checkpointer must keep to restore state."""
+        return self.checkpoint_bytes + self.message_bytes
+
+
+class Store(abc.ABC):
+    """The gateway's persistence; `gateway.store.sql.SqlStore` implements it for Postgres and SQLite.
+
+    Every method is one short transaction on a pooled engine; none takes a
+    process-wide lock, so concurrent runs write in parallel.
+    """
+
+    # --- threads -----------------------------------------------------------
+    @abc.abstractmethod
+    async def get_thread(self, thread_id: str) -> ThreadRow | None:
+        """The thread, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def create_thread(self, thread_id: str, user_id: str) -> ThreadRow:
+        """Create a thread; returns the existing row unchanged if it already exists."""
+        ...
+
+    @abc.abstractmethod
+    async def thread_messages(self, thread_id: str, limit: int | None = None) -> list[common_pb2.Message]:
+        """The thread's messages, oldest first; with `limit`, only the first `limit` of them."""
+        ...
+
+    # --- runs --------------------------------------------------------------
+    @abc.abstractmethod
+    async def create_run(self, run_id: str, thread_id: str, user_id: str, request: bytes) -> RunRow:
+        """Insert a QUEUED run."""
+        ...
+
+    @abc.abstractmethod
+    async def start_run(self, run_id: str, owner: str, lease_s: float) -> RunRow:
+        """QUEUED → RUNNING owned by `owner`; raises ThreadBusy while the thread has a RUNNING run.
+
+        At most one RUNNING run per thread is guaranteed by the database (a
+        partial unique index), not by the caller.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def get_run(self, run_id: str) -> RunRow | None:
+        """The run, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def latest_run(self, thread_id: str) -> RunRow | None:
+        """The thread's most recently created run, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def write_checkpoint(self, write: CheckpointWrite) -> RunRow:
+        """Append a checkpoint (+ its messages, events, optional final status) atomically.
+
+        Renews the lease. Raises LeaseLost when `write.owner` no longer owns the
+        run. Returns the updated run (callers read `cancel_requested` from it).
+        """
+        ...
+
+    @abc.abstractmethod
+    async def record_tool_result(self, run_id: str, owner: str, result: common_pb2.ToolResult) -> None:
+        """Persist one finished tool call (idempotent per (run_id, tool_call_id): the first write wins)."""
+        ...
+
+    @abc.abstractmethod
+    async def tool_results(self, run_id: str) -> dict[str, common_pb2.ToolResult]:
+        """Finished tool calls of the run by tool_call_id, in the order they were recorded."""
+        ...
+
+    @abc.abstractmethod
+    async def request_cancel(self, run_id: str) -> RunRow:
+        """Set cancel_requested; a QUEUED run, or a RUNNING one whose lease expired, is CANCELLED at once."""
+        ...
+
+    @abc.abstractmethod
+    async def set_status(self, run_id: str, status: RunStatus) -> RunRow:
+        """Force a status (used to end a run that has no live owner); clears the owner when ended."""
+        ...
+
+    # --- ownership ---------------------------------------------------------
+    @abc.abstractmethod
+    async def heartbeat(self, owner: str, lease_s: float) -> int:
+        """Renew the lease of every RUNNING run owned by `owner`; returns how many."""
+        ...
+
+    @abc.abstractmethod
+    async def claim_run(self, run_id: str, owner: str, lease_s: float) -> bool:
+        """Take a RUNNING run whose lease expired (or that `owner` already holds); True if now owned."""
+        ...
+
+    @abc.abstractmethod
+    async def claim_orphans(self, owner: str, lease_s: float, limit: int) -> list[str]:
+        """Claim up to `limit` RUNNING runs whose lease expired; each is claimed by exactly one caller.
+
+        Postgres: SELECT … FOR UPDATE SKIP LOCKED. SQLite: compare-and-set updates.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def release(self, owner: str) -> int:
+        """Expire the leases of `owner`'s RUNNING runs now (graceful shutdown hands them over)."""
+        ...
+
+    # --- history -------------------------------------------------------------
+    @abc.abstractmethod
+    async def latest_checkpoint(self, run_id: str) -> CheckpointRow | None:
+        """The run's newest checkpoint, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def get_checkpoint(self, run_id: str, index: int) -> CheckpointRow | None:
+        """One checkpoint, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def list_checkpoints(
+        self, thread_id: str, run_id: str | None, after_position: int, limit: int
+    ) -> list[CheckpointRow]:
+        """A thread's checkpoints in write order with position > after_position (0 = from the start)."""
+        ...
+
+    @abc.abstractmethod
+    async def events(self, run_id: str, after_sequence: int, limit: int = 1000) -> list[agent_pb2.RunEvent]:
+        """Stored events with sequence > after_sequence, in order."""
+        ...
+
+    @abc.abstractmethod
+    async def append_events(self, run_id: str, events: Sequence[agent_pb2.RunEvent]) -> None:
+        """Store events outside a checkpoint (for example those of a run that failed before one)."""
+        ...
+
+    # --- retention and accounting -----------------------------------------
+    @abc.abstractmethod
+    async def prune(self, keep_last: int, idle_ttl_s: float | None) -> PruneStats:
+        """Keep each run's newest `keep_last` checkpoints (never the newest one); drop idle threads.
+
+        A thread idle longer than `idle_ttl_s` (by updated_at) with no QUEUED or
+        RUNNING run is deleted with everything under it.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def storage(self, run_id: str) -> StorageStats:
+        """What the run occupies, for benchmarks and the docs."""
+        ...
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Dispose of the engine."""
+        ...
