@@ -29,6 +29,7 @@ import grpc
 
 from agentloop.demo import services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from bench.pg import bench_database
 from bench.workload import bench_script, cpu_seconds, percentile, rss_mib, write_script
 
 RESULTS = Path(__file__).parent / "results"
@@ -80,13 +81,16 @@ async def _concurrent(
         return list(latencies), time.perf_counter() - started
 
 
-def measure(steps: int, fanout: int, runs_c1: int, runs_c50: int, concurrency: int) -> dict[str, Any]:
-    """Start the services once, run every measurement, return the figures."""
+def measure(
+    steps: int, fanout: int, runs_c1: int, runs_c50: int, concurrency: int, database_url: str
+) -> dict[str, Any]:
+    """Start the services once (the gateway on `database_url`), run every measurement, return the figures."""
     with tempfile.TemporaryDirectory() as tmp:
         script = write_script(bench_script(steps, fanout), Path(tmp) / "bench.json")
         env = dict(os.environ)
         env.pop("OPENAI_BASE_URL", None)
         env["AGENTLOOP_LOG_LEVEL"] = "WARNING"
+        env["DATABASE_URL"] = database_url
         with services(env, model_args=["--script", str(script), "--no-record"]) as ports:
             addr = f"127.0.0.1:{ports['gateway']}"
             pids = {name: ports[f"{name}_pid"] for name in SERVICES}
@@ -119,6 +123,13 @@ def measure(steps: int, fanout: int, runs_c1: int, runs_c50: int, concurrency: i
     return results
 
 
+async def _with_postgres(args: argparse.Namespace) -> dict[str, Any]:
+    async with bench_database() as url:
+        return await asyncio.to_thread(
+            measure, args.steps, args.fanout, args.runs, args.concurrent_runs, args.concurrency, url
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--steps", type=int, default=10)
@@ -127,8 +138,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrent-runs", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
+    parser.add_argument(
+        "--backends", default="sqlite,postgres", help="checkpoint stores to measure with (comma-separated)"
+    )
     args = parser.parse_args(argv)
-    figures = measure(args.steps, args.fanout, args.runs, args.concurrent_runs, args.concurrency)
+    figures: dict[str, Any] = {}
+    for backend in args.backends.split(","):
+        if backend == "sqlite":
+            with tempfile.TemporaryDirectory() as tmp:
+                url = f"sqlite+aiosqlite:///{tmp}/bench.db"
+                figures[backend] = measure(
+                    args.steps, args.fanout, args.runs, args.concurrent_runs, args.concurrency, url
+                )
+        else:
+            figures[backend] = asyncio.run(_with_postgres(args))
     report = {
         "workload": {"steps": args.steps, "parallel_tools": args.fanout, "model_latency_ms": 0},
         "machine": {

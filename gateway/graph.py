@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from agentloop.errors import AgentloopError
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway import nodes
+from gateway.journal import StoreUnavailable
 from gateway.nodes import RunContext
 from gateway.state import STOP_CANCELLED, STOP_ERROR, RunState, Update
 from gateway.store.base import LeaseLost, RunStatus
@@ -75,8 +76,9 @@ def final_event(state: RunState) -> agent_pb2.RunFinal:
 async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> RunState:
     """Drive the run from `start` to END; returns the final state (stop_reason "error" on failure).
 
-    LeaseLost propagates: another gateway owns the run now and this one must
-    stop touching it.
+    LeaseLost propagates (another gateway owns the run now and this one must
+    stop touching it), and so does StoreUnavailable (nothing more can be
+    recorded; the run will be resumed from its last checkpoint).
     """
     node = start
     while node != END:
@@ -88,7 +90,7 @@ async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> Run
         started = time.perf_counter()
         try:
             update = await NODES[node](state, ctx)
-        except LeaseLost:
+        except (LeaseLost, StoreUnavailable):
             raise
         except AgentloopError as exc:
             return await _fail(state, ctx, node, exc.code.name, exc.message)

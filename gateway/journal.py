@@ -10,12 +10,47 @@ sets a flag that the owner sees on its next write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from agentloop.v1 import checkpoint_pb2, common_pb2
 from gateway.events import EventSink
 from gateway.state import RunState
-from gateway.store.base import CheckpointWrite, RunStatus, Store
+from gateway.store.base import CheckpointWrite, LeaseLost, RunStatus, Store
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# How long a write is retried while the database is unreachable or busy.
+STORE_RETRY_BUDGET_S = 15.0
+
+
+class StoreUnavailable(Exception):
+    """The database stayed unreachable for the whole retry budget; the run stops here, unrecorded.
+
+    The run remains RUNNING under this gateway's lease; once the lease expires
+    any gateway (this one included) resumes it from its last checkpoint.
+    """
+
+
+async def with_store_retries(operation: Callable[[], Awaitable[T]], what: str) -> T:
+    """Run a store operation, retrying transient failures with jittered backoff for a bounded time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STORE_RETRY_BUDGET_S
+    delay = 0.05
+    while True:
+        try:
+            return await operation()
+        except LeaseLost:
+            raise
+        except Exception as exc:  # the drivers raise many types; all are worth a retry here
+            if loop.time() + delay > deadline:
+                raise StoreUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
+            log.warning("store %s failed (%s); retrying in %.2fs", what, type(exc).__name__, delay)
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, 2.0)
 
 
 class RunJournal:
@@ -60,20 +95,21 @@ class RunJournal:
         status: RunStatus | None = None,
     ) -> None:
         """Commit the transition out of `node` with the messages it added and the events so far."""
-        row = await self._store.write_checkpoint(
-            CheckpointWrite(
-                run_id=state.run_id,
-                owner=self._owner,
-                record=self.record(state, node, next_node),
-                new_messages=new_messages,
-                events=self._sink.drain(),
-                status=status,
-            )
+        write = CheckpointWrite(
+            run_id=state.run_id,
+            owner=self._owner,
+            record=self.record(state, node, next_node),
+            new_messages=new_messages,
+            events=self._sink.drain(),
+            status=status,
         )
+        row = await with_store_retries(lambda: self._store.write_checkpoint(write), "checkpoint")
         self.checkpoints_written += 1
         if row.cancel_requested:
             self._cancel.set()
 
     async def tool_result(self, run_id: str, result: common_pb2.ToolResult) -> None:
         """Persist one finished tool call before anyone is told about it."""
-        await self._store.record_tool_result(run_id, self._owner, result)
+        await with_store_retries(
+            lambda: self._store.record_tool_result(run_id, self._owner, result), "tool result"
+        )

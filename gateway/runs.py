@@ -26,7 +26,7 @@ from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
 from gateway.events import END_OF_RUN, EventSink
 from gateway.graph import END, START, run_graph
-from gateway.journal import RunJournal
+from gateway.journal import RunJournal, StoreUnavailable
 from gateway.nodes import RunContext
 from gateway.state import RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
@@ -307,11 +307,13 @@ class RunManager:
         except asyncio.CancelledError:
             log.info("run %s: stopped in this process at its last checkpoint", active.run_id)
             raise
-        except Exception as exc:
-            # The store failed: the run stays RUNNING under our lease, which
-            # expires, and then any gateway resumes it from its last checkpoint.
-            log.exception("run %s: could not be recorded; it will be resumed", active.run_id)
-            active.sink.error("UNAVAILABLE", f"the run could not be recorded and will resume: {exc}", "store")
+        except StoreUnavailable as exc:
+            # The run stays RUNNING under our lease; when it expires, any
+            # gateway resumes it from its last checkpoint.
+            log.error("run %s: %s; it will be resumed when the database is back", active.run_id, exc)
+            message = f"the database is unavailable ({exc}); the run will resume from its last checkpoint"
+            active.state.error = ("UNAVAILABLE", message, "store")
+            active.sink.error("UNAVAILABLE", message, "store")
             return active.state
         finally:
             self._active.pop(active.run_id, None)

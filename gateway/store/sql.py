@@ -10,11 +10,16 @@ in one process) can share a database.
 SQLite: every write transaction starts with `BEGIN IMMEDIATE`. A deferred
 transaction that reads and then writes cannot wait for the write lock in WAL
 mode (it fails with SQLITE_BUSY at once); taking the lock up front lets
-`busy_timeout` queue writers instead.
+`busy_timeout` queue writers instead. Within one process, writers to a SQLite
+file also queue on an asyncio lock first: SQLite admits one writer at a time
+anyway, and its busy handler polls with growing sleeps, so fifty concurrent
+runs polling the file lock would starve some past the timeout. Postgres
+writers never share a lock.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -203,6 +208,7 @@ class SqlStore(Store):
         self._writer = self._engine.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
         self._dialect = self._engine.dialect.name
         self.lease_s = lease_s
+        self._sqlite_writer = asyncio.Lock() if self._dialect == "sqlite" else None
 
     @property
     def engine(self) -> AsyncEngine:
@@ -210,18 +216,23 @@ class SqlStore(Store):
 
     @property
     def dialect(self) -> str:
-        """ "postgresql" or "sqlite"."""
+        """The SQLAlchemy dialect name, for the few statements that differ (postgresql, sqlite)."""
         return self._dialect
 
     # --- plumbing ----------------------------------------------------------
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
         """A transaction that will write: commits on success, rolls back on any exception."""
-        async with self._writer.begin() as conn:
+        if self._sqlite_writer is None:
+            async with self._writer.begin() as conn:
+                yield conn
+            return
+        async with self._sqlite_writer, self._writer.begin() as conn:
             yield conn
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
+        """A plain (deferred) transaction, rolled back on exit: readers never queue behind writers."""
         async with self._engine.connect() as conn:
             yield conn
 
