@@ -71,6 +71,10 @@ class _RunStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunStatus.V
     """Ended with an error event."""
     RUN_STATUS_CANCELLED: _RunStatus.ValueType  # 5
     """Stopped by Cancel."""
+    RUN_STATUS_PAUSED: _RunStatus.ValueType  # 6
+    """Waiting for a human decision on tool calls (see Interrupt); continue it
+    with Resume and decisions, from any gateway, at any later time.
+    """
 
 class RunStatus(_RunStatus, metaclass=_RunStatusEnumTypeWrapper):
     """Lifecycle of a run."""
@@ -87,6 +91,10 @@ RUN_STATUS_FAILED: RunStatus.ValueType  # 4
 """Ended with an error event."""
 RUN_STATUS_CANCELLED: RunStatus.ValueType  # 5
 """Stopped by Cancel."""
+RUN_STATUS_PAUSED: RunStatus.ValueType  # 6
+"""Waiting for a human decision on tool calls (see Interrupt); continue it
+with Resume and decisions, from any gateway, at any later time.
+"""
 Global___RunStatus: _TypeAlias = RunStatus  # noqa: Y015
 
 class _StreamMode:
@@ -142,6 +150,13 @@ class RunOptions(_message.Message):
     TEMPERATURE_FIELD_NUMBER: _builtins.int
     CONCURRENCY_FIELD_NUMBER: _builtins.int
     CANCEL_ON_DISCONNECT_FIELD_NUMBER: _builtins.int
+    LOOP_DETECTION_FIELD_NUMBER: _builtins.int
+    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    SERIAL_TOOLS_FIELD_NUMBER: _builtins.int
+    REQUIRE_APPROVAL_FIELD_NUMBER: _builtins.int
+    HOOKS_FIELD_NUMBER: _builtins.int
+    DISABLE_MEMORY_FIELD_NUMBER: _builtins.int
+    DISABLE_FLOW_GUIDANCE_FIELD_NUMBER: _builtins.int
     system_prompt: _builtins.str
     """System prompt placed first in the conversation; empty uses the gateway's
     default prompt.
@@ -166,10 +181,40 @@ class RunOptions(_message.Message):
     """Cancel the run when the client's stream goes away. By default the run
     goes on in the background and its result can be read or watched later.
     """
+    output_schema_json: _builtins.str
+    """A JSON Schema the final answer must satisfy. The gateway adds a finish
+    tool ("final_answer") with this schema, requires tool use until a call
+    validates, feeds validation errors back, and puts the validated object in
+    RunFinal.structured_output_json.
+    """
+    serial_tools: _builtins.bool
+    """Run a round's tool calls one after the other, in the model's order,
+    instead of in parallel.
+    """
+    disable_memory: _builtins.bool
+    """Skip long-term memory: no facts recalled, no "remember ..." stored."""
+    disable_flow_guidance: _builtins.bool
+    """Do not give the model flow-guidance hints."""
     @_builtins.property
     def tools(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Restrict the run to these tools; empty offers every registered tool.
         Unknown names are rejected with INVALID_ARGUMENT.
+        """
+
+    @_builtins.property
+    def loop_detection(self) -> Global___LoopDetection:
+        """Loop detection settings; unset uses the defaults."""
+
+    @_builtins.property
+    def require_approval(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Tool names whose calls need human approval in this run ("*" = every
+        tool), on top of tools that always require it.
+        """
+
+    @_builtins.property
+    def hooks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
+        this run; empty runs the gateway's default hooks.
         """
 
     def __init__(
@@ -184,16 +229,61 @@ class RunOptions(_message.Message):
         temperature: _builtins.float | None = ...,
         concurrency: Global___ConcurrencyPolicy.ValueType = ...,
         cancel_on_disconnect: _builtins.bool = ...,
+        loop_detection: Global___LoopDetection | None = ...,
+        output_schema_json: _builtins.str = ...,
+        serial_tools: _builtins.bool = ...,
+        require_approval: _abc.Iterable[_builtins.str] | None = ...,
+        hooks: _abc.Iterable[_builtins.str] | None = ...,
+        disable_memory: _builtins.bool = ...,
+        disable_flow_guidance: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "temperature", b"temperature"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "loop_detection", b"loop_detection", "temperature", b"temperature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "max_steps", b"max_steps", "model", b"model", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "disable_flow_guidance", b"disable_flow_guidance", "disable_memory", b"disable_memory", "hooks", b"hooks", "loop_detection", b"loop_detection", "max_steps", b"max_steps", "model", b"model", "output_schema_json", b"output_schema_json", "require_approval", b"require_approval", "serial_tools", b"serial_tools", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__temperature: _TypeAlias = _typing.Literal["temperature"]  # noqa: Y015
     _WhichOneofArgType__temperature: _TypeAlias = _typing.Literal["_temperature", b"_temperature"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__temperature) -> _WhichOneofReturnType__temperature | None: ...
 
 Global___RunOptions: _TypeAlias = RunOptions  # noqa: Y015
+
+@_typing.final
+class LoopDetection(_message.Message):
+    """How the gateway decides that the model is going in circles."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DISABLED_FIELD_NUMBER: _builtins.int
+    ARGS_SIMILARITY_FIELD_NUMBER: _builtins.int
+    RESULT_SIMILARITY_FIELD_NUMBER: _builtins.int
+    MAX_PERIOD_FIELD_NUMBER: _builtins.int
+    disabled: _builtins.bool
+    """Turn loop detection off for the run."""
+    args_similarity: _builtins.float
+    """Two calls of the same tool count as repeats when their arguments are at
+    least this similar, in [0, 1]; 0 means 0.9.
+    """
+    result_similarity: _builtins.float
+    """... and their results at least this similar, in [0, 1]; 0 means 0.9."""
+    max_period: _builtins.int
+    """Longest cycle of tool rounds detected (1 = the same round twice in a
+    row, 2 = A,B,A,B); 0 means 2. At most 5.
+    """
+    def __init__(
+        self,
+        *,
+        disabled: _builtins.bool = ...,
+        args_similarity: _builtins.float = ...,
+        result_similarity: _builtins.float = ...,
+        max_period: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["args_similarity", b"args_similarity", "disabled", b"disabled", "max_period", b"max_period", "result_similarity", b"result_similarity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoopDetection: _TypeAlias = LoopDetection  # noqa: Y015
 
 @_typing.final
 class RunRequest(_message.Message):
@@ -452,7 +542,9 @@ class RunMetadata(_message.Message):
     stop_reason: _builtins.str
     """Why the loop ended: "completed" (the model answered), "max_steps" (the
     step limit was reached and the model answered without tools),
-    "cancelled" (Cancel was called) or "error" (see the error event).
+    "needs_more_steps" (the model asked for more tool calls than steps
+    remained), "loop_detected", "cancelled" (Cancel was called), "paused"
+    (waiting for approval) or "error" (see the error event).
     """
     llm_calls: _builtins.int
     """Number of model calls made."""
@@ -493,17 +585,18 @@ class RunFinal(_message.Message):
     FINAL_REPLY_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
+    STRUCTURED_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
     final_reply: _builtins.str
     """The answer for the user."""
+    structured_output_json: _builtins.str
+    """With RunOptions.output_schema_json: the validated answer object as JSON."""
     @_builtins.property
     def metadata(self) -> Global___RunMetadata:
         """Counters of the run."""
 
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
-        """The conversation as it stands after the run, the system prompt excluded;
-        pass it as `history` to continue the conversation.
-        """
+        """The conversation as it stands after the run, the system prompt excluded."""
 
     def __init__(
         self,
@@ -511,14 +604,75 @@ class RunFinal(_message.Message):
         final_reply: _builtins.str = ...,
         metadata: Global___RunMetadata | None = ...,
         messages: _abc.Iterable[_common_pb2.Message] | None = ...,
+        structured_output_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["final_reply", b"final_reply", "messages", b"messages", "metadata", b"metadata"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["final_reply", b"final_reply", "messages", b"messages", "metadata", b"metadata", "structured_output_json", b"structured_output_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RunFinal: _TypeAlias = RunFinal  # noqa: Y015
+
+@_typing.final
+class Interrupt(_message.Message):
+    """The run paused: some tool calls wait for a human decision."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PENDING_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Why they need approval."""
+    @_builtins.property
+    def pending(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ToolCall]:
+        """The calls waiting for approval, as the model wrote them."""
+
+    def __init__(
+        self,
+        *,
+        pending: _abc.Iterable[_common_pb2.ToolCall] | None = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pending", b"pending", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Interrupt: _TypeAlias = Interrupt  # noqa: Y015
+
+@_typing.final
+class Decision(_message.Message):
+    """The loop made a judgement worth showing: loop detected, not enough steps
+    left, a flow-guidance hint, memory stored or recalled, a hook that changed
+    something, a structured answer that failed validation.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """What kind: "loop_detected", "remaining_steps", "flow_guidance",
+    "memory_stored", "memory_recalled", "hook", "structured_output_invalid",
+    "approval".
+    """
+    detail: _builtins.str
+    """Details for a person."""
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "kind", b"kind"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Decision: _TypeAlias = Decision  # noqa: Y015
 
 @_typing.final
 class RunError(_message.Message):
@@ -566,6 +720,8 @@ class RunEvent(_message.Message):
     TOOL_END_FIELD_NUMBER: _builtins.int
     FINAL_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    INTERRUPT_FIELD_NUMBER: _builtins.int
+    DECISION_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run this event belongs to."""
     sequence: _builtins.int
@@ -600,6 +756,14 @@ class RunEvent(_message.Message):
     def error(self) -> Global___RunError:
         """The run failed; always the last event of a failed run."""
 
+    @_builtins.property
+    def interrupt(self) -> Global___Interrupt:
+        """The run paused for approval; the last event until Resume."""
+
+    @_builtins.property
+    def decision(self) -> Global___Decision:
+        """A judgement of the loop (loop detection, guidance, memory, hooks)."""
+
     def __init__(
         self,
         *,
@@ -613,12 +777,14 @@ class RunEvent(_message.Message):
         tool_end: Global___ToolEnd | None = ...,
         final: Global___RunFinal | None = ...,
         error: Global___RunError | None = ...,
+        interrupt: Global___Interrupt | None = ...,
+        decision: Global___Decision | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "event", b"event", "final", b"final", "llm_token", b"llm_token", "node_end", b"node_end", "node_start", b"node_start", "tool_end", b"tool_end", "tool_start", b"tool_start"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "error", b"error", "event", b"event", "final", b"final", "interrupt", b"interrupt", "llm_token", b"llm_token", "node_end", b"node_end", "node_start", b"node_start", "tool_end", b"tool_end", "tool_start", b"tool_start"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "event", b"event", "final", b"final", "llm_token", b"llm_token", "node_end", b"node_end", "node_start", b"node_start", "run_id", b"run_id", "sequence", b"sequence", "thread_id", b"thread_id", "tool_end", b"tool_end", "tool_start", b"tool_start"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "error", b"error", "event", b"event", "final", b"final", "interrupt", b"interrupt", "llm_token", b"llm_token", "node_end", b"node_end", "node_start", b"node_start", "run_id", b"run_id", "sequence", b"sequence", "thread_id", b"thread_id", "tool_end", b"tool_end", "tool_start", b"tool_start"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["node_start", "node_end", "llm_token", "tool_start", "tool_end", "final", "error"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["node_start", "node_end", "llm_token", "tool_start", "tool_end", "final", "error", "interrupt", "decision"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
@@ -960,23 +1126,90 @@ class ResumeRequest(_message.Message):
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     USER_ID_FIELD_NUMBER: _builtins.int
+    DECISIONS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run to continue; required."""
     user_id: _builtins.str
     """The caller; must own the run's thread."""
+    @_builtins.property
+    def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ApprovalDecision]:
+        """For a PAUSED run: one decision per pending tool call."""
+
     def __init__(
         self,
         *,
         run_id: _builtins.str = ...,
         user_id: _builtins.str = ...,
+        decisions: _abc.Iterable[Global___ApprovalDecision] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResumeRequest: _TypeAlias = ResumeRequest  # noqa: Y015
+
+@_typing.final
+class ApprovalDecision(_message.Message):
+    """A human's answer to one pending tool call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Verdict:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _VerdictEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[ApprovalDecision._Verdict.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        VERDICT_UNSPECIFIED: ApprovalDecision._Verdict.ValueType  # 0
+        """Not set; rejected with INVALID_ARGUMENT."""
+        VERDICT_APPROVE: ApprovalDecision._Verdict.ValueType  # 1
+        """Run the call as the model wrote it."""
+        VERDICT_REJECT: ApprovalDecision._Verdict.ValueType  # 2
+        """Do not run it; the model reads the reason as the call's result."""
+        VERDICT_EDIT: ApprovalDecision._Verdict.ValueType  # 3
+        """Run it with arguments_json instead."""
+
+    class Verdict(_Verdict, metaclass=_VerdictEnumTypeWrapper):
+        """The possible answers."""
+
+    VERDICT_UNSPECIFIED: ApprovalDecision.Verdict.ValueType  # 0
+    """Not set; rejected with INVALID_ARGUMENT."""
+    VERDICT_APPROVE: ApprovalDecision.Verdict.ValueType  # 1
+    """Run the call as the model wrote it."""
+    VERDICT_REJECT: ApprovalDecision.Verdict.ValueType  # 2
+    """Do not run it; the model reads the reason as the call's result."""
+    VERDICT_EDIT: ApprovalDecision.Verdict.ValueType  # 3
+    """Run it with arguments_json instead."""
+
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    VERDICT_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    tool_call_id: _builtins.str
+    """The pending call."""
+    verdict: Global___ApprovalDecision.Verdict.ValueType
+    """What to do with it."""
+    reason: _builtins.str
+    """Why (shown to the model on REJECT)."""
+    arguments_json: _builtins.str
+    """With EDIT: the arguments to run the call with instead, JSON text."""
+    def __init__(
+        self,
+        *,
+        tool_call_id: _builtins.str = ...,
+        verdict: Global___ApprovalDecision.Verdict.ValueType = ...,
+        reason: _builtins.str = ...,
+        arguments_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "reason", b"reason", "tool_call_id", b"tool_call_id", "verdict", b"verdict"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApprovalDecision: _TypeAlias = ApprovalDecision  # noqa: Y015
 
 @_typing.final
 class ResumeResponse(_message.Message):
@@ -1106,3 +1339,124 @@ class WatchResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WatchResponse: _TypeAlias = WatchResponse  # noqa: Y015
+
+@_typing.final
+class Memory(_message.Message):
+    """A fact remembered for a user across threads."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    memory_id: _builtins.str
+    """Identifier."""
+    text: _builtins.str
+    """The fact, as the user stated it."""
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was stored."""
+
+    def __init__(
+        self,
+        *,
+        memory_id: _builtins.str = ...,
+        text: _builtins.str = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "memory_id", b"memory_id", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Memory: _TypeAlias = Memory  # noqa: Y015
+
+@_typing.final
+class ListMemoriesRequest(_message.Message):
+    """Request of Agent.ListMemories."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    """Whose memories."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListMemoriesRequest: _TypeAlias = ListMemoriesRequest  # noqa: Y015
+
+@_typing.final
+class ListMemoriesResponse(_message.Message):
+    """Response of Agent.ListMemories."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORIES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___Memory]:
+        """The memories, newest first."""
+
+    def __init__(
+        self,
+        *,
+        memories: _abc.Iterable[Global___Memory] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memories", b"memories"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListMemoriesResponse: _TypeAlias = ListMemoriesResponse  # noqa: Y015
+
+@_typing.final
+class DeleteMemoryRequest(_message.Message):
+    """Request of Agent.DeleteMemory."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    MEMORY_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    """Whose memory."""
+    memory_id: _builtins.str
+    """Which one; required."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        memory_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory_id", b"memory_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteMemoryRequest: _TypeAlias = DeleteMemoryRequest  # noqa: Y015
+
+@_typing.final
+class DeleteMemoryResponse(_message.Message):
+    """Response of Agent.DeleteMemory."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteMemoryResponse: _TypeAlias = DeleteMemoryResponse  # noqa: Y015

@@ -73,6 +73,16 @@ class AgentStub:
                 request_serializer=agentloop_dot_v1_dot_agent__pb2.WatchRequest.SerializeToString,
                 response_deserializer=agentloop_dot_v1_dot_agent__pb2.WatchResponse.FromString,
                 _registered_method=True)
+        self.ListMemories = channel.unary_unary(
+                '/agentloop.v1.Agent/ListMemories',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ListMemoriesRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListMemoriesResponse.FromString,
+                _registered_method=True)
+        self.DeleteMemory = channel.unary_unary(
+                '/agentloop.v1.Agent/DeleteMemory',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
@@ -146,6 +156,20 @@ class AgentServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListMemories(self, request, context):
+        """Lists the long-term memories stored for a user, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteMemory(self, request, context):
+        """Deletes one memory of a user. NOT_FOUND when it does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -183,6 +207,16 @@ def add_AgentServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=agentloop_dot_v1_dot_agent__pb2.WatchRequest.FromString,
                     response_serializer=agentloop_dot_v1_dot_agent__pb2.WatchResponse.SerializeToString,
+            ),
+            'ListMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMemories,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListMemoriesRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ListMemoriesResponse.SerializeToString,
+            ),
+            'DeleteMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteMemory,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -378,6 +412,60 @@ class Agent:
             '/agentloop.v1.Agent/Watch',
             agentloop_dot_v1_dot_agent__pb2.WatchRequest.SerializeToString,
             agentloop_dot_v1_dot_agent__pb2.WatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ListMemories',
+            agentloop_dot_v1_dot_agent__pb2.ListMemoriesRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ListMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/DeleteMemory',
+            agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

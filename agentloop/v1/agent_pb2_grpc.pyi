@@ -76,6 +76,10 @@ class AgentStub:
     """Streams a run's events with sequence > after_sequence: the stored ones
     first, then live ones until the run ends. Works during and after the run.
     """
+    ListMemories: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListMemoriesRequest, _agent_pb2.ListMemoriesResponse]
+    """Lists the long-term memories stored for a user, newest first."""
+    DeleteMemory: _grpc.UnaryUnaryMultiCallable[_agent_pb2.DeleteMemoryRequest, _agent_pb2.DeleteMemoryResponse]
+    """Deletes one memory of a user. NOT_FOUND when it does not exist."""
 
 @_typing.type_check_only
 class AgentAsyncStub(AgentStub):
@@ -121,6 +125,10 @@ class AgentAsyncStub(AgentStub):
     """Streams a run's events with sequence > after_sequence: the stored ones
     first, then live ones until the run ends. Works during and after the run.
     """
+    ListMemories: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListMemoriesRequest, _agent_pb2.ListMemoriesResponse]  # type: ignore[assignment]
+    """Lists the long-term memories stored for a user, newest first."""
+    DeleteMemory: _aio.UnaryUnaryMultiCallable[_agent_pb2.DeleteMemoryRequest, _agent_pb2.DeleteMemoryResponse]  # type: ignore[assignment]
+    """Deletes one memory of a user. NOT_FOUND when it does not exist."""
 
 class AgentServicer(metaclass=_abc_1.ABCMeta):
     """The agent loop as a service. Runs are durable: every node transition is
@@ -205,5 +213,21 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         """Streams a run's events with sequence > after_sequence: the stored ones
         first, then live ones until the run ends. Works during and after the run.
         """
+
+    @_abc_1.abstractmethod
+    def ListMemories(
+        self,
+        request: _agent_pb2.ListMemoriesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ListMemoriesResponse, _abc.Awaitable[_agent_pb2.ListMemoriesResponse]]:
+        """Lists the long-term memories stored for a user, newest first."""
+
+    @_abc_1.abstractmethod
+    def DeleteMemory(
+        self,
+        request: _agent_pb2.DeleteMemoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.DeleteMemoryResponse, _abc.Awaitable[_agent_pb2.DeleteMemoryResponse]]:
+        """Deletes one memory of a user. NOT_FOUND when it does not exist."""
 
 def add_AgentServicer_to_server(servicer: AgentServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

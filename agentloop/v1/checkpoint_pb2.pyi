@@ -33,6 +33,26 @@ class CheckpointRecord(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ApprovalsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.bytes = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     NODE_FIELD_NUMBER: _builtins.int
     NEXT_NODE_FIELD_NUMBER: _builtins.int
     CURRENT_STEP_FIELD_NUMBER: _builtins.int
@@ -46,6 +66,12 @@ class CheckpointRecord(_message.Message):
     TOOL_CALLS_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    SUGGESTED_NEXT_STEP_FIELD_NUMBER: _builtins.int
+    HINT_FIELD_NUMBER: _builtins.int
+    STRUCTURED_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
+    RUN_MESSAGE_START_FIELD_NUMBER: _builtins.int
+    AWAITING_APPROVAL_FIELD_NUMBER: _builtins.int
+    APPROVALS_FIELD_NUMBER: _builtins.int
     node: _builtins.str
     """The node that had just finished."""
     next_node: _builtins.str
@@ -66,6 +92,16 @@ class CheckpointRecord(_message.Message):
     """Tool calls made so far in this run."""
     last_sequence: _builtins.int
     """Sequence number of the last event emitted before this checkpoint."""
+    suggested_next_step: _builtins.str
+    """Flow guidance for the next agent step ("" when none)."""
+    hint: _builtins.str
+    """The one-time hint that goes with it; never stored in the conversation."""
+    structured_output_json: _builtins.str
+    """The validated structured answer, when the run asked for one."""
+    run_message_start: _builtins.int
+    """Index in the thread's messages where this run's messages start."""
+    awaiting_approval: _builtins.bool
+    """Whether the run is paused waiting for approval of its pending tool calls."""
     @_builtins.property
     def usage(self) -> _common_pb2.Usage:
         """Token usage so far."""
@@ -77,6 +113,12 @@ class CheckpointRecord(_message.Message):
     @_builtins.property
     def error(self) -> _agent_pb2.RunError:
         """Set when the run failed."""
+
+    @_builtins.property
+    def approvals(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
+        """Decisions received for pending calls, by tool_call_id (serialized
+        agentloop.v1.ApprovalDecision), consumed by the next tools node.
+        """
 
     def __init__(
         self,
@@ -94,10 +136,16 @@ class CheckpointRecord(_message.Message):
         tool_calls: _builtins.int = ...,
         error: _agent_pb2.RunError | None = ...,
         last_sequence: _builtins.int = ...,
+        suggested_next_step: _builtins.str = ...,
+        hint: _builtins.str = ...,
+        structured_output_json: _builtins.str = ...,
+        run_message_start: _builtins.int = ...,
+        awaiting_approval: _builtins.bool = ...,
+        approvals: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "stop", b"stop", "stop_reason", b"stop_reason", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -216,26 +216,118 @@ class ToolSpec(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     PARAMETERS_JSON_SCHEMA_FIELD_NUMBER: _builtins.int
+    NEXT_STEPS_FIELD_NUMBER: _builtins.int
+    INJECTED_PARAMETERS_FIELD_NUMBER: _builtins.int
+    REQUIRES_APPROVAL_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Unique tool name ([a-zA-Z0-9_-], at most 64 characters)."""
     description: _builtins.str
     """What the tool does and when to use it; the model reads this."""
     parameters_json_schema: _builtins.str
-    """JSON Schema (draft 2020-12 subset) of the arguments object, as JSON text."""
+    """JSON Schema (draft 2020-12 subset) of the arguments the MODEL may set,
+    as JSON text. Injected parameters are not in it.
+    """
+    requires_approval: _builtins.bool
+    """Calls of this tool wait for a human decision (Agent.Resume) before running."""
+    @_builtins.property
+    def next_steps(self) -> _containers.RepeatedCompositeFieldContainer[Global___NextStepRule]:
+        """Flow guidance: what the model should do next after this tool succeeds or
+        fails. The gateway turns the matching rule into a one-time hint.
+        """
+
+    @_builtins.property
+    def injected_parameters(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Parameters the gateway fills from the run (see InjectedValue), hidden
+        from the model; a model that sets one gets an INVALID_ARGUMENTS result.
+        """
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         description: _builtins.str = ...,
         parameters_json_schema: _builtins.str = ...,
+        next_steps: _abc.Iterable[Global___NextStepRule] | None = ...,
+        injected_parameters: _abc.Iterable[_builtins.str] | None = ...,
+        requires_approval: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "name", b"name", "parameters_json_schema", b"parameters_json_schema"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "injected_parameters", b"injected_parameters", "name", b"name", "next_steps", b"next_steps", "parameters_json_schema", b"parameters_json_schema", "requires_approval", b"requires_approval"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ToolSpec: _TypeAlias = ToolSpec  # noqa: Y015
+
+@_typing.final
+class NextStepRule(_message.Message):
+    """One flow-guidance rule of a tool."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ON_FIELD_NUMBER: _builtins.int
+    NEXT_STEP_FIELD_NUMBER: _builtins.int
+    HINT_FIELD_NUMBER: _builtins.int
+    on: _builtins.str
+    """When the rule applies: "success" or "error"."""
+    next_step: _builtins.str
+    """Short name of the suggested next step, for example "run_sql"."""
+    hint: _builtins.str
+    """The hint given to the model, for example "The query is valid: run it with sql_query." """
+    def __init__(
+        self,
+        *,
+        on: _builtins.str = ...,
+        next_step: _builtins.str = ...,
+        hint: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hint", b"hint", "next_step", b"next_step", "on", b"on"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NextStepRule: _TypeAlias = NextStepRule  # noqa: Y015
+
+@_typing.final
+class InjectedContext(_message.Message):
+    """Values the gateway hands the ToolService for injected parameters."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    CONVERSATION_JSON_FIELD_NUMBER: _builtins.int
+    RUN_METADATA_JSON_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    """The user the run belongs to."""
+    thread_id: _builtins.str
+    """The thread of the run."""
+    run_id: _builtins.str
+    """The run."""
+    conversation_json: _builtins.str
+    """The conversation so far (system prompt excluded), as JSON text of a list
+    of {"role", "content", ...} objects.
+    """
+    run_metadata_json: _builtins.str
+    """Run metadata as a JSON object: step, max_steps, tools_used, llm_calls."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        thread_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        conversation_json: _builtins.str = ...,
+        run_metadata_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_json", b"conversation_json", "run_id", b"run_id", "run_metadata_json", b"run_metadata_json", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InjectedContext: _TypeAlias = InjectedContext  # noqa: Y015
 
 @_typing.final
 class ToolChoice(_message.Message):

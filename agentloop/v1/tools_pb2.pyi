@@ -80,6 +80,7 @@ class ExecuteRequest(_message.Message):
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     MAX_CONCURRENCY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_SCOPE_FIELD_NUMBER: _builtins.int
+    INJECTED_FIELD_NUMBER: _builtins.int
     timeout_seconds: _builtins.float
     """Per-call timeout in seconds; 0 uses the service default. Must be >= 0."""
     max_concurrency: _builtins.int
@@ -95,6 +96,12 @@ class ExecuteRequest(_message.Message):
     def calls(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ToolCall]:
         """The calls to run; ids must be non-empty and unique within the batch."""
 
+    @_builtins.property
+    def injected(self) -> _common_pb2.InjectedContext:
+        """Values for the tools' injected parameters (conversation, user, thread,
+        run metadata). Tools that declare none ignore it.
+        """
+
     def __init__(
         self,
         *,
@@ -102,10 +109,11 @@ class ExecuteRequest(_message.Message):
         timeout_seconds: _builtins.float = ...,
         max_concurrency: _builtins.int = ...,
         idempotency_scope: _builtins.str = ...,
+        injected: _common_pb2.InjectedContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["injected", b"injected"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "idempotency_scope", b"idempotency_scope", "max_concurrency", b"max_concurrency", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "idempotency_scope", b"idempotency_scope", "injected", b"injected", "max_concurrency", b"max_concurrency", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
