@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench
 
-.PHONY: help install proto check-proto lint format typecheck test unit bench run clean
+.PHONY: help install proto check-proto lint format typecheck test unit bench bench-load run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -47,6 +47,9 @@ test: $(STAMP) check-proto lint typecheck ## The whole suite: generated-code dri
 
 bench: $(STAMP) ## Benchmarks; results go to bench/results/
 	$(BIN)/python -m bench.overhead
+
+bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
+	$(BIN)/python -m bench.load
 
 run: $(STAMP) ## The demo: scripted model + three services as processes + a streamed question
 	$(BIN)/agentloop demo

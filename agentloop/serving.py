@@ -20,6 +20,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from agentloop.errors import AgentloopError
+from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +112,16 @@ async def build_server(
     service_names: Sequence[str],
     host: str = "127.0.0.1",
     port: int = 0,
+    telemetry: Telemetry | None = None,
 ) -> ServerHandle:
-    """Create, register and start a server; port 0 picks a free port (what tests use)."""
-    server = grpc.aio.server(interceptors=[ErrorInterceptor()], options=CHANNEL_OPTIONS)
+    """Create, register and start a server; port 0 picks a free port (what tests use).
+
+    Every RPC (but health and reflection) gets a SERVER span that continues the
+    caller's trace; the tracing interceptor is outermost so it sees the status
+    the error interceptor sets.
+    """
+    interceptors = [ServerTracingInterceptor(telemetry or Telemetry.noop()), ErrorInterceptor()]
+    server = grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS)
     register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)

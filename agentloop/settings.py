@@ -53,6 +53,10 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0
     return value
 
 
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in _get(env, name, "").split(",") if item.strip())
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = _get(env, name, "1" if default else "0").strip().lower()
     if raw in ("1", "true", "yes", "on"):
@@ -103,7 +107,7 @@ class ToolSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
         e = os.environ if env is None else env
-        modules = tuple(m.strip() for m in _get(e, "AGENTLOOP_TOOL_MODULES", "").split(",") if m.strip())
+        modules = _list(e, "AGENTLOOP_TOOL_MODULES")
         return cls(
             host=_get(e, "AGENTLOOP_HOST", cls.host),
             port=_int(e, "AGENTLOOP_TOOLS_PORT", cls.port),
@@ -139,6 +143,8 @@ class GatewaySettings:
     retention_keep_checkpoints: int = 0
     retention_idle_ttl_s: float = 0.0
     retention_interval_s: float = 3600.0
+    hooks: tuple[str, ...] = ()
+    hook_modules: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -164,6 +170,58 @@ class GatewaySettings:
             retention_keep_checkpoints=_int(e, "AGENTLOOP_KEEP_CHECKPOINTS", cls.retention_keep_checkpoints),
             retention_idle_ttl_s=_float(e, "AGENTLOOP_THREAD_TTL_S", cls.retention_idle_ttl_s),
             retention_interval_s=_float(e, "AGENTLOOP_RETENTION_INTERVAL_S", cls.retention_interval_s, 1.0),
+            hooks=_list(e, "AGENTLOOP_HOOKS"),
+            hook_modules=_list(e, "AGENTLOOP_HOOK_MODULES"),
+        )
+
+
+TRACE_EXPORTERS = frozenset({"otlp", "console"})
+METRIC_EXPORTERS = frozenset({"otlp", "console", "prometheus"})
+DEFAULT_METRICS_PORT = 9464
+
+
+def _exporters(env: Mapping[str, str], name: str, known: frozenset[str]) -> tuple[str, ...]:
+    """A comma-separated OTEL_*_EXPORTER value; "none" (the default here) means no exporter."""
+    names = tuple(dict.fromkeys(n.strip().lower() for n in _get(env, name, "none").split(",") if n.strip()))
+    chosen = tuple(n for n in names if n != "none")
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        options = " | ".join(sorted(known | {"none"}))
+        raise SettingError(f"{name}={','.join(names)!r}: unknown exporter {unknown[0]!r} (use {options})")
+    return chosen
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    """Traces and metrics of one process, from the standard OpenTelemetry variables.
+
+    Exporters default to none (tests and demos stay quiet). The OTLP endpoints
+    are left empty when unset, so the exporter applies its own default and the
+    other OTEL_EXPORTER_OTLP_* variables (headers, certificates, timeout);
+    batching (OTEL_BSP_*), sampling (OTEL_TRACES_SAMPLER*) and resource
+    attributes (OTEL_RESOURCE_ATTRIBUTES) are read by the SDK itself.
+    """
+
+    service_name: str = "agentloop"
+    traces_exporters: tuple[str, ...] = ()
+    metrics_exporters: tuple[str, ...] = ()
+    otlp_traces_endpoint: str = ""
+    otlp_metrics_endpoint: str = ""
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = DEFAULT_METRICS_PORT
+
+    @classmethod
+    def from_env(cls, default_service_name: str, env: Mapping[str, str] | None = None) -> TelemetrySettings:
+        e = os.environ if env is None else env
+        endpoint = _get(e, "OTEL_EXPORTER_OTLP_ENDPOINT", "")
+        return cls(
+            service_name=_get(e, "OTEL_SERVICE_NAME", default_service_name),
+            traces_exporters=_exporters(e, "OTEL_TRACES_EXPORTER", TRACE_EXPORTERS),
+            metrics_exporters=_exporters(e, "OTEL_METRICS_EXPORTER", METRIC_EXPORTERS),
+            otlp_traces_endpoint=_get(e, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint),
+            otlp_metrics_endpoint=_get(e, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint),
+            metrics_host=_get(e, "AGENTLOOP_HOST", cls.metrics_host),
+            metrics_port=_int(e, "AGENTLOOP_METRICS_PORT", cls.metrics_port),
         )
 
 

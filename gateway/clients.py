@@ -18,6 +18,7 @@ import grpc
 
 from agentloop.errors import from_rpc_error
 from agentloop.serving import CHANNEL_OPTIONS
+from agentloop.telemetry import trace_context_interceptors
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,14 @@ class ToolsClient:
         raise AssertionError("unreachable")
 
     async def execute(
-        self, calls: Sequence[common_pb2.ToolCall], timeout_s: float, rpc_timeout_s: float, scope: str = ""
+        self,
+        calls: Sequence[common_pb2.ToolCall],
+        timeout_s: float,
+        rpc_timeout_s: float,
+        scope: str = "",
+        *,
+        serial: bool = False,
+        injected: common_pb2.InjectedContext | None = None,
     ) -> AsyncIterator[tools_pb2.ExecuteResponse]:
         """Run a batch; after a broken stream, re-issue only the calls that have no result.
 
@@ -122,7 +130,11 @@ class ToolsClient:
         announced: set[str] = set()
         for attempt in range(self._retry.attempts):
             request = tools_pb2.ExecuteRequest(
-                calls=list(pending.values()), timeout_seconds=timeout_s, idempotency_scope=scope
+                calls=list(pending.values()),
+                timeout_seconds=timeout_s,
+                idempotency_scope=scope,
+                max_concurrency=1 if serial else 0,
+                injected=injected,
             )
             call = self._stub.Execute(request, timeout=rpc_timeout_s)
             try:
@@ -150,8 +162,14 @@ class Dependencies:
     """The gateway's channels and clients, opened once per process."""
 
     def __init__(self, reasoner_addr: str, tools_addr: str, retry: Retry) -> None:
-        self._reasoner_channel = grpc.aio.insecure_channel(reasoner_addr, options=CHANNEL_OPTIONS)
-        self._tools_channel = grpc.aio.insecure_channel(tools_addr, options=CHANNEL_OPTIONS)
+        # Each call carries the caller's trace context: one run is one trace across the services.
+        tracing = trace_context_interceptors()
+        self._reasoner_channel = grpc.aio.insecure_channel(
+            reasoner_addr, options=CHANNEL_OPTIONS, interceptors=tracing
+        )
+        self._tools_channel = grpc.aio.insecure_channel(
+            tools_addr, options=CHANNEL_OPTIONS, interceptors=tracing
+        )
         self.reasoner = ReasonerClient(self._reasoner_channel, retry)
         self.tools = ToolsClient(self._tools_channel, retry)
 

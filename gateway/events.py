@@ -117,6 +117,20 @@ class EventSink:
         ev.final.CopyFrom(final)
         self._emit(ev)
 
+    def decision(self, kind: str, detail: str) -> None:
+        """A judgement of the loop (loop detected, a hint given, memory stored, a hook acted...)."""
+        ev = self._new()
+        ev.decision.kind = kind
+        ev.decision.detail = detail
+        self._emit(ev)
+
+    def interrupt(self, pending: list[common_pb2.ToolCall], reason: str) -> None:
+        """The run pauses until a human decides on `pending`."""
+        ev = self._new()
+        ev.interrupt.pending.extend(pending)
+        ev.interrupt.reason = reason
+        self._emit(ev)
+
     def error(self, code: str, message: str, node: str) -> None:
         """The run failed; the last event of a failed run."""
         ev = self._new()

@@ -1,8 +1,14 @@
 """The loop's graph, in one place.
 
-    init_state → agent ─┬─ stop? ────────────→ finalize → END
-                        ├─ tool_calls? → tools → agent
-                        └─ otherwise ─────────→ finalize
+    init_state → memory_trigger → agent ─┬─ stop? ───────────→ finalize → END
+                                         ├─ tool_calls? → tools ─┬─ stop? → finalize
+                                         │                       ├─ needs approval? → (paused) END
+                                         │                       └─ else → agent
+                                         └─ otherwise ─────────→ finalize
+
+The tools node holds seed 001's prepare_tool_input (approval gate, injected
+context, hooks) and update_state_after_tool (flow guidance, loop detection)
+as its first and last phases, so a step costs two checkpoints, not four.
 
 Nodes (nodes.py) compute updates; this module decides the order. After every
 node the runner applies the update, commits a checkpoint (the messages the
@@ -45,19 +51,23 @@ def route_after_agent(state: RunState) -> str:
 
 
 def route_after_tools(state: RunState) -> str:
-    """Back to the model, unless the tool round was cancelled."""
+    """Back to the model; to finalize when the round stopped the run; END while awaiting approval."""
+    if state.awaiting_approval:
+        return END
     return "finalize" if state.stop else "agent"
 
 
 NODES: dict[str, Node] = {
     "init_state": nodes.init_state,
+    "memory_trigger": nodes.memory_trigger,
     "agent": nodes.agent,
     "tools": nodes.tools,
     "finalize": nodes.finalize,
 }
 
 EDGES: dict[str, Router] = {
-    "init_state": lambda _: "agent",
+    "init_state": lambda _: "memory_trigger",
+    "memory_trigger": lambda _: "agent",
     "agent": route_after_agent,
     "tools": route_after_tools,
     "finalize": lambda _: END,
@@ -69,7 +79,10 @@ _FINAL_STATUS = {STOP_CANCELLED: RunStatus.CANCELLED}
 def final_event(state: RunState) -> agent_pb2.RunFinal:
     """The outcome of a finished run; the conversation without the system prompt."""
     return agent_pb2.RunFinal(
-        final_reply=state.final_reply, metadata=state.metadata(), messages=state.messages[1:]
+        final_reply=state.final_reply,
+        metadata=state.metadata(),
+        messages=state.messages[1:],
+        structured_output_json=state.structured_output_json,
     )
 
 
@@ -87,9 +100,17 @@ async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> Run
             state.apply(Update(stop=True, stop_reason=STOP_CANCELLED))
             node = "finalize"
         ctx.sink.node_start(node, state.current_step)
+        log.info(
+            "run %s: enter %s (step %d)",
+            state.run_id,
+            node,
+            state.current_step,
+            extra={"run_id": state.run_id, "node": node, "step": state.current_step},
+        )
         started = time.perf_counter()
         try:
-            update = await NODES[node](state, ctx)
+            with ctx.telemetry.node(node, state.run_id, state.current_step):
+                update = await NODES[node](state, ctx)
         except (LeaseLost, StoreUnavailable):
             raise
         except AgentloopError as exc:
@@ -100,7 +121,25 @@ async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> Run
         state.apply(update)
         following = EDGES[node](state)
         duration_ms = (time.perf_counter() - started) * 1000
-        log.debug("run %s: %s -> %s (step %d)", state.run_id, node, following or "END", state.current_step)
+        log.info(
+            "run %s: %s -> %s (step %d)",
+            state.run_id,
+            node,
+            following or "END",
+            state.current_step,
+            extra={
+                "run_id": state.run_id,
+                "node": node,
+                "next_node": following or "END",
+                "step": state.current_step,
+                "duration_ms": round(duration_ms, 3),
+            },
+        )
+        if following == END and node == "tools" and state.awaiting_approval:
+            # Paused: resumable at this same node once decisions arrive, on any gateway.
+            ctx.sink.node_end(node, state.current_step, duration_ms)
+            await ctx.journal.checkpoint(state, node, node, update.messages, RunStatus.PAUSED)
+            return state
         if following == END:
             ctx.sink.node_end(node, state.current_step, duration_ms)
             ctx.sink.final(final_event(state))

@@ -15,16 +15,28 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+import sqlalchemy.exc
+
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import checkpoint_pb2, common_pb2
 from gateway.events import EventSink
 from gateway.state import RunState
-from gateway.store.base import CheckpointWrite, LeaseLost, RunStatus, Store
+from gateway.store.base import CheckpointWrite, RunStatus, Store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # How long a write is retried while the database is unreachable or busy.
 STORE_RETRY_BUDGET_S = 15.0
+# What a database that is down, restarting or busy raises (drivers' errors arrive wrapped in DBAPIError).
+TRANSIENT: tuple[type[BaseException], ...] = (
+    sqlalchemy.exc.DBAPIError,
+    sqlalchemy.exc.DisconnectionError,
+    sqlalchemy.exc.TimeoutError,
+    ConnectionError,
+    OSError,
+    TimeoutError,
+)
 
 
 class StoreUnavailable(Exception):
@@ -43,9 +55,7 @@ async def with_store_retries(operation: Callable[[], Awaitable[T]], what: str) -
     while True:
         try:
             return await operation()
-        except LeaseLost:
-            raise
-        except Exception as exc:  # the drivers raise many types; all are worth a retry here
+        except TRANSIENT as exc:
             if loop.time() + delay > deadline:
                 raise StoreUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
             log.warning("store %s failed (%s); retrying in %.2fs", what, type(exc).__name__, delay)
@@ -56,11 +66,19 @@ async def with_store_retries(operation: Callable[[], Awaitable[T]], what: str) -
 class RunJournal:
     """Persists one run's progress; owned by the gateway instance holding the run's lease."""
 
-    def __init__(self, store: Store, owner: str, sink: EventSink, cancel: asyncio.Event) -> None:
+    def __init__(
+        self,
+        store: Store,
+        owner: str,
+        sink: EventSink,
+        cancel: asyncio.Event,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self._store = store
         self._owner = owner
         self._sink = sink
         self._cancel = cancel
+        self._telemetry = telemetry or Telemetry.noop()
         self.checkpoints_written = 0
 
     def record(self, state: RunState, node: str, next_node: str) -> checkpoint_pb2.CheckpointRecord:
@@ -78,6 +96,12 @@ class RunJournal:
             tools_used=state.tools_used,
             tool_calls=len(state.tool_call_history),
             last_sequence=self._sink.sequence,
+            suggested_next_step=state.suggested_next_step,
+            hint=state.hint,
+            structured_output_json=state.structured_output_json,
+            run_message_start=state.run_message_start - 1,
+            awaiting_approval=state.awaiting_approval,
+            approvals=state.approvals,
         )
         if state.error is not None:
             code, message, failed_node = state.error
@@ -103,13 +127,21 @@ class RunJournal:
             events=self._sink.drain(),
             status=status,
         )
-        row = await with_store_retries(lambda: self._store.write_checkpoint(write), "checkpoint")
+        attributes = {
+            "agentloop.run_id": state.run_id,
+            "agentloop.node": node,
+            "agentloop.next_node": next_node,
+        }
+        with self._telemetry.span("store write_checkpoint", attributes=attributes):
+            row = await with_store_retries(lambda: self._store.write_checkpoint(write), "checkpoint")
         self.checkpoints_written += 1
         if row.cancel_requested:
             self._cancel.set()
 
     async def tool_result(self, run_id: str, result: common_pb2.ToolResult) -> None:
         """Persist one finished tool call before anyone is told about it."""
-        await with_store_retries(
-            lambda: self._store.record_tool_result(run_id, self._owner, result), "tool result"
-        )
+        attributes = {"agentloop.run_id": run_id, "gen_ai.tool.call.id": result.tool_call_id}
+        with self._telemetry.span("store record_tool_result", attributes=attributes):
+            await with_store_retries(
+                lambda: self._store.record_tool_result(run_id, self._owner, result), "tool result"
+            )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -21,13 +22,17 @@ from dataclasses import dataclass, field
 
 from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from agentloop.settings import GatewaySettings
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
 from gateway.events import END_OF_RUN, EventSink
 from gateway.graph import END, START, run_graph
+from gateway.hooks import HookRegistry
 from gateway.journal import RunJournal, StoreUnavailable
+from gateway.memory import MemoryStore
 from gateway.nodes import RunContext
+from gateway.observe import traced_run
 from gateway.state import RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
 from gateway.validation import RunLikeRequest, new_turn_messages, run_config
@@ -62,11 +67,17 @@ def default_instance_id() -> str:
 class RunManager:
     """Starts, resumes, cancels and watches runs; keeps leases alive; adopts orphans."""
 
-    def __init__(self, settings: GatewaySettings, deps: Dependencies, store: Store) -> None:
+    def __init__(
+        self, settings: GatewaySettings, deps: Dependencies, store: Store, telemetry: Telemetry | None = None
+    ) -> None:
         self._settings = settings
+        self._telemetry = telemetry or Telemetry.noop()
         self._deps = deps
         self._store = store
         self._catalog = ToolCatalog(deps.tools, settings.tools_cache_s)
+        self.hooks = HookRegistry(settings.hook_modules, settings.hooks)
+        engine = getattr(store, "engine", None)
+        self.memories = MemoryStore(engine) if engine is not None else None
         self.instance_id = settings.instance_id or default_instance_id()
         self._active: dict[str, ActiveRun] = {}
         self._thread_freed: dict[str, asyncio.Event] = {}
@@ -166,7 +177,7 @@ class RunManager:
     # --- starting ----------------------------------------------------------------
     async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         """Validate, create (or continue) the thread, queue the run, start it when the thread is free."""
-        config = run_config(request.options, self._settings, force_no_stream=not streaming)
+        config = run_config(request.options, self._settings, force_no_stream=not streaming, hooks=self.hooks)
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         thread_id = request.thread_id or uuid.uuid4().hex
@@ -179,6 +190,13 @@ class RunManager:
             thread = await self._store.create_thread(thread_id, request.user_id)
             if thread.user_id != request.user_id:
                 raise NotFound(f"thread {thread_id!r} not found")
+        else:
+            latest = await self._store.latest_run(thread_id)
+            if latest is not None and latest.status == RunStatus.PAUSED:
+                raise Aborted(
+                    f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
+                    "Resume it with decisions (or Cancel it) first"
+                )
         stored = agent_pb2.RunRequest(
             input=request.input,
             user_id=request.user_id,
@@ -221,11 +239,25 @@ class RunManager:
                 await asyncio.shield(self._store.set_status(run_id, RunStatus.CANCELLED))
                 raise
 
-    async def resume(self, run_id: str, user_id: str) -> ActiveRun:
-        """Continue an interrupted run here (or attach to it if it already runs here)."""
+    async def resume(
+        self, run_id: str, user_id: str, decisions: list[agent_pb2.ApprovalDecision] | None = None
+    ) -> ActiveRun:
+        """Continue an interrupted run here (or attach to it if it already runs here).
+
+        A PAUSED run needs `decisions` for its pending calls; it becomes
+        RUNNING again and continues at its tools node on this gateway.
+        """
         row = await self.owned_run(run_id, user_id)
         if (active := self._active.get(run_id)) is not None:
             return active
+        if row.status == RunStatus.PAUSED:
+            approvals = await self._check_decisions(row, decisions or [])
+            await self._store.set_status(run_id, RunStatus.RUNNING)
+            if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
+                raise FailedPrecondition(f"run {run_id!r} was resumed by another gateway")
+            return await self._launch_existing(run_id, approvals)
+        if decisions:
+            raise InvalidArgument("decisions", f"run {run_id!r} is not waiting for approval")
         if row.status != RunStatus.RUNNING:
             raise FailedPrecondition(
                 f"run {run_id!r} is {row.status.value}; only a running run can be resumed"
@@ -234,13 +266,44 @@ class RunManager:
             raise FailedPrecondition(f"run {run_id!r} is owned by a live gateway ({row.owner}); use Watch")
         return await self._launch_existing(run_id)
 
-    async def _launch_existing(self, run_id: str) -> ActiveRun:
+    async def _check_decisions(
+        self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
+    ) -> dict[str, bytes]:
+        """Validate decisions against the paused run's pending calls; serialized by call id."""
+        if not decisions:
+            raise InvalidArgument(
+                "decisions", f"run {row.run_id!r} is waiting for approval: give one per pending call"
+            )
+        history = await self._store.thread_messages(row.thread_id)
+        pending = {c.id for c in (history[-1].tool_calls if history else ())}
+        out: dict[str, bytes] = {}
+        for i, decision in enumerate(decisions):
+            field = f"decisions[{i}]"
+            if decision.tool_call_id not in pending:
+                raise InvalidArgument(
+                    f"{field}.tool_call_id", f"{decision.tool_call_id!r} is not a pending call"
+                )
+            if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_UNSPECIFIED:
+                raise InvalidArgument(f"{field}.verdict", "must be APPROVE, REJECT or EDIT")
+            if decision.verdict not in agent_pb2.ApprovalDecision.Verdict.values():
+                raise InvalidArgument(f"{field}.verdict", f"unknown value {decision.verdict}")
+            if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
+                try:
+                    edited = json.loads(decision.arguments_json)
+                except ValueError as exc:
+                    raise InvalidArgument(f"{field}.arguments_json", f"is not valid JSON: {exc}") from None
+                if not isinstance(edited, dict):
+                    raise InvalidArgument(f"{field}.arguments_json", "must be a JSON object")
+            out[decision.tool_call_id] = decision.SerializeToString()
+        return out
+
+    async def _launch_existing(self, run_id: str, approvals: dict[str, bytes] | None = None) -> ActiveRun:
         """Rebuild a claimed run from its newest checkpoint and continue it."""
         row = await self._store.get_run(run_id)
         if row is None:
             raise NotFound(f"run {run_id!r} not found")
         request = agent_pb2.RunRequest.FromString(row.request)
-        config = run_config(request.options, self._settings, force_no_stream=False)
+        config = run_config(request.options, self._settings, force_no_stream=False, hooks=self.hooks)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         checkpoint = await self._store.latest_checkpoint(run_id)
         history = await self._store.thread_messages(row.thread_id)
@@ -250,6 +313,7 @@ class RunManager:
             *history,
         ]
         start, new_messages = START, new_turn_messages(request)
+        state.run_message_start = len(state.messages)
         if checkpoint is not None:
             rec = checkpoint.record
             start, new_messages = rec.next_node or END, []
@@ -260,6 +324,13 @@ class RunManager:
             state.stop_reason = rec.stop_reason
             state.final_reply = rec.final_reply
             state.tools_used = list(rec.tools_used)
+            state.suggested_next_step = rec.suggested_next_step
+            state.hint = rec.hint
+            state.structured_output_json = rec.structured_output_json
+            state.run_message_start = rec.run_message_start + 1
+            state.awaiting_approval = rec.awaiting_approval and not approvals
+            state.approvals = dict(rec.approvals)
+        state.approvals.update(approvals or {})
         recorded = await self._store.tool_results(run_id)
         state.tool_result_history = list(recorded.values())
         sink = EventSink(run_id, row.thread_id, last_sequence=row.last_sequence)
@@ -281,13 +352,15 @@ class RunManager:
             reasoner=self._deps.reasoner,
             tools=self._deps.tools,
             sink=sink,
-            journal=RunJournal(self._store, self.instance_id, sink, cancel),
+            journal=RunJournal(self._store, self.instance_id, sink, cancel, self._telemetry),
             tool_specs=specs,
             new_messages=new_messages,
             step_timeout_s=self._settings.step_timeout_s,
             deadline=deadline,
             cancel=cancel,
             recorded_results=recorded,
+            memories=self.memories,
+            telemetry=self._telemetry,
         )
         active = ActiveRun(
             state.run_id, state.thread_id, state.user_id, sink, cancel, state, start_sequence=sink.sequence
@@ -297,6 +370,10 @@ class RunManager:
         return active
 
     async def _execute(self, active: ActiveRun, ctx: RunContext, start: str) -> RunState:
+        with traced_run(self._telemetry, active.state, start):
+            return await self._drive(active, ctx, start)
+
+    async def _drive(self, active: ActiveRun, ctx: RunContext, start: str) -> RunState:
         try:
             if start == END:
                 return active.state
@@ -374,6 +451,15 @@ class RunManager:
     async def cancel(self, run_id: str, user_id: str) -> RunStatus:
         """Stop a run at its next safe point, wherever it executes."""
         row = await self.owned_run(run_id, user_id)
+        if row.status == RunStatus.PAUSED:
+            # Nobody executes a paused run: finish it here, closing its pending calls.
+            await self._store.set_status(run_id, RunStatus.RUNNING)
+            if await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
+                closing = await self._launch_existing(run_id)
+                closing.cancel.set()
+                await closing.done.wait()
+            final = await self._store.get_run(run_id)
+            return final.status if final is not None else RunStatus.CANCELLED
         if row.status.ended:
             return row.status
         if (active := self._active.get(run_id)) is not None:

@@ -16,9 +16,10 @@ from datetime import datetime
 import grpc
 from google.protobuf import timestamp_pb2
 
-from agentloop.errors import AgentloopError, InvalidArgument, NotFound
+from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from gateway.clients import Dependencies, Retry
 from gateway.graph import final_event
@@ -38,6 +39,7 @@ STATUS_TO_PROTO = {
     RunStatus.COMPLETED: agent_pb2.RUN_STATUS_COMPLETED,
     RunStatus.FAILED: agent_pb2.RUN_STATUS_FAILED,
     RunStatus.CANCELLED: agent_pb2.RUN_STATUS_CANCELLED,
+    RunStatus.PAUSED: agent_pb2.RUN_STATUS_PAUSED,
 }
 
 
@@ -213,7 +215,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Resume(
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
-        active = await self.manager.resume(request.run_id, request.user_id)
+        active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
         async for event in self._stream(active, active.start_sequence, False):
             yield agent_pb2.ResumeResponse(event=event)
 
@@ -222,6 +224,31 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     ) -> agent_pb2.CancelResponse:
         status = await self.manager.cancel(request.run_id, request.user_id)
         return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
+
+    async def ListMemories(
+        self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ListMemoriesResponse:
+        memories = self.manager.memories
+        if memories is None:
+            raise FailedPrecondition("this gateway's store keeps no memories")
+        return agent_pb2.ListMemoriesResponse(
+            memories=[
+                agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
+                for m in await memories.list(request.user_id)
+            ]
+        )
+
+    async def DeleteMemory(
+        self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.DeleteMemoryResponse:
+        if not request.memory_id:
+            raise InvalidArgument("memory_id", "must not be empty")
+        memories = self.manager.memories
+        if memories is None:
+            raise FailedPrecondition("this gateway's store keeps no memories")
+        if not await memories.delete(request.user_id, request.memory_id):
+            raise NotFound(f"memory {request.memory_id!r} not found")
+        return agent_pb2.DeleteMemoryResponse()
 
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
@@ -252,7 +279,9 @@ class Gateway:
         await self.deps.close()
 
 
-async def create_server(settings: GatewaySettings, store: Store | None = None) -> Gateway:
+async def create_server(
+    settings: GatewaySettings, store: Store | None = None, telemetry: Telemetry | None = None
+) -> Gateway:
     """Start a gateway on settings.host:settings.port (0 = any free port)."""
     if store is None:
         store = await open_store(
@@ -264,21 +293,23 @@ async def create_server(settings: GatewaySettings, store: Store | None = None) -
     deps = Dependencies(
         settings.reasoner_addr, settings.tools_addr, Retry(settings.rpc_attempts, settings.rpc_backoff_s)
     )
-    manager = RunManager(settings, deps, store)
+    manager = RunManager(settings, deps, store, telemetry)
     service = AgentService(manager)
     handle = await build_server(
         lambda server: agent_pb2_grpc.add_AgentServicer_to_server(service, server),
         [SERVICE_NAME],
         settings.host,
         settings.port,
+        telemetry,
     )
     manager.start_background()
     return Gateway(handle, service, manager, deps, store)
 
 
 async def serve(settings: GatewaySettings) -> None:
-    """Run a gateway until SIGINT/SIGTERM."""
-    gateway = await create_server(settings)
+    """Run a gateway until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
+    telemetry = Telemetry.from_env("agentloop-gateway")
+    gateway = await create_server(settings, telemetry=telemetry)
     log.info(
         "gateway %s uses reasoner at %s and tools at %s",
         gateway.manager.instance_id,
@@ -290,5 +321,6 @@ async def serve(settings: GatewaySettings) -> None:
         await gateway.manager.shutdown()
         await gateway.store.close()
         await gateway.deps.close()
+        await telemetry.aclose()
 
     await run_until_signal(gateway.handle, "gateway", on_stop=stop)

@@ -10,8 +10,11 @@ version still loads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.hooks import Hook
+from gateway.loops import LoopSettings
 
 DEFAULT_MAX_STEPS = 25
 
@@ -19,6 +22,9 @@ STOP_COMPLETED = "completed"
 STOP_MAX_STEPS = "max_steps"
 STOP_ERROR = "error"
 STOP_CANCELLED = "cancelled"
+STOP_LOOP = "loop_detected"
+STOP_NEEDS_MORE_STEPS = "needs_more_steps"
+STOP_PAUSED = "paused"
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,13 @@ class RunConfig:
     temperature: float | None = None
     context_budget_tokens: int = 0
     cancel_on_disconnect: bool = False
+    loops: LoopSettings = field(default_factory=LoopSettings)
+    output_schema: dict[str, Any] | None = None
+    serial_tools: bool = False
+    require_approval: frozenset[str] = frozenset()
+    hooks: tuple[Hook, ...] = ()
+    memory: bool = True
+    flow_guidance: bool = True
 
 
 @dataclass
@@ -49,6 +62,12 @@ class Update:
     stop: bool | None = None
     stop_reason: str | None = None
     final_reply: str | None = None
+    suggested_next_step: str | None = None
+    hint: str | None = None
+    structured_output_json: str | None = None
+    awaiting_approval: bool | None = None
+    approvals: dict[str, bytes] | None = None
+    recalled: list[str] | None = None
 
 
 @dataclass
@@ -71,6 +90,16 @@ class RunState:
     final_reply: str = ""
     error: tuple[str, str, str] | None = None
     """(status code name, message, node) when the run failed."""
+    suggested_next_step: str = ""
+    hint: str = ""
+    """One-time flow-guidance hint for the next model call; never stored in the conversation."""
+    structured_output_json: str = ""
+    run_message_start: int = 1
+    """Index in `messages` where this run's own messages start."""
+    awaiting_approval: bool = False
+    approvals: dict[str, bytes] = field(default_factory=dict)
+    recalled: list[str] | None = None
+    """Facts recalled from long-term memory for this run (None: not looked up yet)."""
 
     @property
     def max_steps(self) -> int:
@@ -88,6 +117,10 @@ class RunState:
         if last is None or last.role != common_pb2.ROLE_ASSISTANT:
             return []
         return list(last.tool_calls)
+
+    def run_messages(self) -> list[common_pb2.Message]:
+        """The messages this run added (its question onwards)."""
+        return self.messages[self.run_message_start :]
 
     def apply(self, update: Update) -> None:
         """Fold a node's update into the state."""
@@ -110,6 +143,18 @@ class RunState:
             self.stop_reason = update.stop_reason
         if update.final_reply is not None:
             self.final_reply = update.final_reply
+        if update.suggested_next_step is not None:
+            self.suggested_next_step = update.suggested_next_step
+        if update.hint is not None:
+            self.hint = update.hint
+        if update.structured_output_json is not None:
+            self.structured_output_json = update.structured_output_json
+        if update.awaiting_approval is not None:
+            self.awaiting_approval = update.awaiting_approval
+        if update.approvals is not None:
+            self.approvals = update.approvals
+        if update.recalled is not None:
+            self.recalled = update.recalled
 
     def metadata(self) -> agent_pb2.RunMetadata:
         """seed 000's finalize metadata."""

@@ -6,11 +6,16 @@ must be ..."), so a client in any language can tell what to fix.
 
 from __future__ import annotations
 
+import json
 import math
+
+import jsonschema
 
 from agentloop.errors import InvalidArgument
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.hooks import HookRegistry
+from gateway.loops import MAX_PERIOD_LIMIT, LoopSettings
 from gateway.state import RunConfig
 
 MAX_STEPS_LIMIT = 1000
@@ -22,7 +27,42 @@ _HISTORY_ROLES = (common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.RO
 RunLikeRequest = agent_pb2.RunRequest | agent_pb2.InvokeRequest
 
 
-def run_config(options: agent_pb2.RunOptions, settings: GatewaySettings, force_no_stream: bool) -> RunConfig:
+def _output_schema(text: str) -> dict[str, object] | None:
+    if not text:
+        return None
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument("options.output_schema_json", f"is not valid JSON: {exc}") from None
+    if not isinstance(schema, dict):
+        raise InvalidArgument("options.output_schema_json", "must be a JSON object (a JSON Schema)")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InvalidArgument(
+            "options.output_schema_json", f"is not a valid JSON Schema: {exc.message}"
+        ) from None
+    return schema
+
+
+def _loop_settings(options: agent_pb2.LoopDetection) -> LoopSettings:
+    for name in ("args_similarity", "result_similarity"):
+        value = getattr(options, name)
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise InvalidArgument(f"options.loop_detection.{name}", "must be between 0 and 1")
+    if not 0 <= options.max_period <= MAX_PERIOD_LIMIT:
+        raise InvalidArgument(
+            "options.loop_detection.max_period", f"must be between 1 and {MAX_PERIOD_LIMIT}"
+        )
+    return LoopSettings.from_proto(options)
+
+
+def run_config(
+    options: agent_pb2.RunOptions,
+    settings: GatewaySettings,
+    force_no_stream: bool,
+    hooks: HookRegistry | None = None,
+) -> RunConfig:
     """Validated per-run settings with the gateway's defaults filled in."""
     if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
         raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
@@ -41,6 +81,10 @@ def run_config(options: agent_pb2.RunOptions, settings: GatewaySettings, force_n
     for i, name in enumerate(options.tools):
         if not name:
             raise InvalidArgument(f"options.tools[{i}]", "must not be empty")
+    for i, name in enumerate(options.require_approval):
+        if not name:
+            raise InvalidArgument(f"options.require_approval[{i}]", "must not be empty")
+    registry = hooks or HookRegistry()
     mode = options.stream_mode or agent_pb2.STREAM_MODE_FINAL_ONLY
     return RunConfig(
         system_prompt=options.system_prompt or settings.system_prompt,
@@ -52,6 +96,13 @@ def run_config(options: agent_pb2.RunOptions, settings: GatewaySettings, force_n
         temperature=temperature,
         context_budget_tokens=settings.context_budget_tokens,
         cancel_on_disconnect=options.cancel_on_disconnect,
+        loops=_loop_settings(options.loop_detection),
+        output_schema=_output_schema(options.output_schema_json),
+        serial_tools=options.serial_tools,
+        require_approval=frozenset(options.require_approval),
+        hooks=registry.select(options.hooks, "options.hooks"),
+        memory=not options.disable_memory,
+        flow_guidance=not options.disable_flow_guidance,
     )
 
 

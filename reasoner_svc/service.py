@@ -14,12 +14,18 @@ interceptor maps to gRPC status codes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import grpc
 import openai
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+from opentelemetry.util.types import AttributeValue
 
 from agentloop.errors import (
     AgentloopError,
@@ -32,6 +38,7 @@ from agentloop.errors import (
 )
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ReasonerSettings
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.convert import (
     StreamAssembler,
@@ -74,9 +81,60 @@ def map_openai_error(exc: Exception, base_url: str) -> AgentloopError:
 class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
     """Serves Step and StreamStep through one shared openai client."""
 
-    def __init__(self, settings: ReasonerSettings, client: openai.AsyncOpenAI) -> None:
+    def __init__(
+        self, settings: ReasonerSettings, client: openai.AsyncOpenAI, telemetry: Telemetry | None = None
+    ) -> None:
         self._settings = settings
         self._client = client
+        self._telemetry = telemetry or Telemetry.noop()
+        endpoint = urlsplit(settings.base_url)
+        self._server: dict[str, AttributeValue] = {"server.address": endpoint.hostname or ""}
+        if endpoint.port is not None:
+            self._server["server.port"] = endpoint.port
+
+    @contextlib.contextmanager
+    def _chat_span(self, body: dict[str, Any], streamed: bool) -> Iterator[trace.Span]:
+        """The model call's span, named and attributed by the GenAI semantic conventions."""
+        model = str(body.get("model", ""))
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": "openai",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": model,
+            "agentloop.streamed": streamed,
+            **self._server,
+        }
+        if "temperature" in body:
+            attributes["gen_ai.request.temperature"] = float(body["temperature"])
+        if "max_tokens" in body:
+            attributes["gen_ai.request.max_tokens"] = int(body["max_tokens"])
+        with self._telemetry.span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+            try:
+                yield span
+            except Exception as exc:
+                # The endpoint's own error (an openai exception) rather than the typed one it became.
+                span.set_attribute("error.type", type(exc.__cause__ or exc).__name__)
+                raise
+            except asyncio.CancelledError:
+                span.set_attribute("error.type", "cancelled")
+                raise
+
+    def _record(self, span: trace.Span, result: reasoner_pb2.StepResult, request_model: str) -> None:
+        """Response attributes on the span; token counts into agentloop.tokens."""
+        usage = result.usage
+        model = result.model or request_model
+        span.set_attributes(
+            {
+                "gen_ai.response.model": model,
+                "gen_ai.usage.input_tokens": usage.prompt_tokens,
+                "gen_ai.usage.output_tokens": usage.completion_tokens,
+                "gen_ai.response.finish_reasons": [result.finish_reason] if result.finish_reason else [],
+            }
+        )
+        if usage.reasoning_tokens:
+            span.set_attribute("agentloop.usage.reasoning_tokens", usage.reasoning_tokens)
+        self._telemetry.tokens.add(usage.prompt_tokens, {"kind": "input", "model": model})
+        self._telemetry.tokens.add(usage.completion_tokens, {"kind": "output", "model": model})
 
     def _timeout(self, context: grpc.aio.ServicerContext) -> float:
         """The call's timeout: the configured one, shortened to the caller's deadline."""
@@ -93,13 +151,16 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
     ) -> reasoner_pb2.StepResponse:
         body = request_kwargs(request.params, self._settings.model)
         options: Any = {"timeout": self._timeout(context)}
-        try:
-            completion = await self._client.post(
-                "/chat/completions", body=body, cast_to=dict, options=options
-            )
-        except (openai.OpenAIError, ValueError) as exc:
-            raise map_openai_error(exc, self._settings.base_url) from exc
-        return reasoner_pb2.StepResponse(result=result_from_completion(completion))
+        with self._chat_span(body, streamed=False) as span:
+            try:
+                completion = await self._client.post(
+                    "/chat/completions", body=body, cast_to=dict, options=options
+                )
+            except (openai.OpenAIError, ValueError) as exc:
+                raise map_openai_error(exc, self._settings.base_url) from exc
+            result = result_from_completion(completion)
+            self._record(span, result, body["model"])
+        return reasoner_pb2.StepResponse(result=result)
 
     async def StreamStep(
         self, request: reasoner_pb2.StreamStepRequest, context: grpc.aio.ServicerContext
@@ -109,27 +170,30 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
         body["stream_options"] = {"include_usage": True}
         options: Any = {"timeout": self._timeout(context)}
         acc = StreamAssembler()
-        try:
-            stream = await self._client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=dict,
-                options=options,
-                stream=True,
-                stream_cls=openai.AsyncStream[dict[str, Any]],
-            )
+        with self._chat_span(body, streamed=True) as span:
             try:
-                async for chunk in stream:
-                    reasoning, content = acc.add_chunk(chunk)
-                    if reasoning:
-                        yield reasoner_pb2.StreamStepResponse(reasoning_token=reasoning)
-                    if content:
-                        yield reasoner_pb2.StreamStepResponse(token=content)
-            finally:
-                await stream.close()
-        except (openai.OpenAIError, ValueError) as exc:
-            raise map_openai_error(exc, self._settings.base_url) from exc
-        yield reasoner_pb2.StreamStepResponse(result=acc.result())
+                stream = await self._client.post(
+                    "/chat/completions",
+                    body=body,
+                    cast_to=dict,
+                    options=options,
+                    stream=True,
+                    stream_cls=openai.AsyncStream[dict[str, Any]],
+                )
+                try:
+                    async for chunk in stream:
+                        reasoning, content = acc.add_chunk(chunk)
+                        if reasoning:
+                            yield reasoner_pb2.StreamStepResponse(reasoning_token=reasoning)
+                        if content:
+                            yield reasoner_pb2.StreamStepResponse(token=content)
+                finally:
+                    await stream.close()
+            except (openai.OpenAIError, ValueError) as exc:
+                raise map_openai_error(exc, self._settings.base_url) from exc
+            result = acc.result()
+            self._record(span, result, body["model"])
+        yield reasoner_pb2.StreamStepResponse(result=result)
 
 
 def make_client(settings: ReasonerSettings) -> openai.AsyncOpenAI:
@@ -143,22 +207,29 @@ def make_client(settings: ReasonerSettings) -> openai.AsyncOpenAI:
 
 
 async def create_server(
-    settings: ReasonerSettings, client: openai.AsyncOpenAI | None = None
+    settings: ReasonerSettings,
+    client: openai.AsyncOpenAI | None = None,
+    telemetry: Telemetry | None = None,
 ) -> tuple[ServerHandle, openai.AsyncOpenAI]:
     """Start a Reasoner on settings.host:settings.port (0 = any free port)."""
     client = client or make_client(settings)
-    service = ReasonerService(settings, client)
+    service = ReasonerService(settings, client, telemetry)
     handle = await build_server(
         lambda server: reasoner_pb2_grpc.add_ReasonerServicer_to_server(service, server),
         [SERVICE_NAME],
         settings.host,
         settings.port,
+        telemetry,
     )
     return handle, client
 
 
 async def serve(settings: ReasonerSettings) -> None:
-    """Run a Reasoner until SIGINT/SIGTERM."""
-    handle, client = await create_server(settings)
-    log.info("reasoner uses model %s at %s", settings.model, settings.base_url)
-    await run_until_signal(handle, "reasoner", on_stop=client.close)
+    """Run a Reasoner until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
+    telemetry = Telemetry.from_env("agentloop-reasoner")
+    try:
+        handle, client = await create_server(settings, telemetry=telemetry)
+        log.info("reasoner uses model %s at %s", settings.model, settings.base_url)
+        await run_until_signal(handle, "reasoner", on_stop=client.close)
+    finally:
+        await telemetry.aclose()

@@ -4,6 +4,19 @@ Write a tool as a plain typed function, mark it with ``@tool`` and load its
 module with ``agentloop serve tools --tools mypkg.tools``; see docs/tools.md.
 """
 
-from tool_svc.registry import Tool, ToolContext, ToolRegistry, tool
+from tool_svc.injected import Conversation, Injected, RunId, RunMetadata, ThreadId, UserId
+from tool_svc.registry import NextStep, Tool, ToolContext, ToolRegistry, tool
 
-__all__ = ["Tool", "ToolContext", "ToolRegistry", "tool"]
+__all__ = [
+    "Conversation",
+    "Injected",
+    "NextStep",
+    "RunId",
+    "RunMetadata",
+    "ThreadId",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "UserId",
+    "tool",
+]

@@ -9,14 +9,20 @@ finish without waiting for the whole batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from typing import TypeAlias
 
+from opentelemetry.trace import Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2
+from tool_svc.injected import InjectedValues
 from tool_svc.registry import ArgumentError, ErrorKind, Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -25,6 +31,7 @@ Event: TypeAlias = tools_pb2.ToolStarted | common_pb2.ToolResult
 """A call started (ToolStarted) or finished (ToolResult)."""
 
 _MAX_ERROR_CHARS = 2000
+_NO_INJECTED = InjectedValues()
 
 
 class ResultMemo:
@@ -67,6 +74,9 @@ async def execute(
     max_concurrency: int,
     scope: str = "",
     memo: ResultMemo | None = None,
+    *,
+    injected: common_pb2.InjectedContext | InjectedValues | None = None,
+    telemetry: Telemetry | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Run ``calls`` and yield a ToolStarted then a ToolResult per call, in the order they happen.
 
@@ -77,14 +87,22 @@ async def execute(
     discarded. Closing the iterator early (or cancelling its consumer) cancels
     and awaits every call still running; use ``contextlib.aclosing`` when you
     may stop before the end. With a ``scope`` and a ``memo``, calls are
-    idempotent per (scope, id): see ResultMemo.
+    idempotent per (scope, id): see ResultMemo. ``injected`` supplies the
+    values of the tools' injected parameters; its JSON fields are parsed once
+    for the whole batch (pass InjectedValues when already parsed), and a
+    malformed one raises ValueError before any call starts. Each call that runs
+    gets an "execute_tool <name>" span under the span current here, and its
+    error results count into agentloop.tool.errors of ``telemetry``.
     """
     if timeout_s <= 0 or max_concurrency < 1:
         raise ValueError(f"need timeout_s > 0 and max_concurrency >= 1, got {timeout_s}, {max_concurrency}")
+    values = injected if isinstance(injected, InjectedValues) else InjectedValues.from_context(injected)
     queue: asyncio.Queue[Event] = asyncio.Queue()
     semaphore = asyncio.Semaphore(max_concurrency)
     tasks = [
-        asyncio.create_task(_run(registry, call, timeout_s, semaphore, queue.put_nowait, scope, memo))
+        asyncio.create_task(
+            _run(registry, call, timeout_s, semaphore, queue.put_nowait, scope, memo, values, telemetry)
+        )
         for call in calls
     ]
     try:
@@ -108,6 +126,8 @@ async def _run(
     emit: Callable[[Event], None],
     scope: str = "",
     memo: ResultMemo | None = None,
+    injected: InjectedValues | None = None,
+    telemetry: Telemetry | None = None,
 ) -> None:
     key = f"{scope}:{call.id}" if scope else call.id
     if memo is not None and scope:
@@ -122,7 +142,7 @@ async def _run(
             return
         future = memo.begin(key)
         try:
-            result = await _guarded(registry, call, timeout_s, semaphore, emit, key)
+            result = await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry)
         except BaseException:
             memo.forget(key)
             if not future.done():
@@ -131,7 +151,7 @@ async def _run(
         future.set_result(result)
         emit(result)
         return
-    emit(await _guarded(registry, call, timeout_s, semaphore, emit, key))
+    emit(await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry))
 
 
 async def _guarded(
@@ -141,20 +161,60 @@ async def _guarded(
     semaphore: asyncio.Semaphore,
     emit: Callable[[Event], None],
     key: str,
+    injected: InjectedValues | None = None,
+    telemetry: Telemetry | None = None,
 ) -> common_pb2.ToolResult:
     async with semaphore:
         emit(tools_pb2.ToolStarted(tool_call_id=call.id, name=call.name, arguments_json=call.arguments_json))
         start = time.perf_counter()
-        tool = registry.get(call.name)
-        if tool is None:
-            available = ", ".join(registry.names()) or "(none)"
-            message = f"unknown tool {call.name!r}; available tools: {available}"
-            return _failure(call, common_pb2.TOOL_ERROR_KIND_UNKNOWN_TOOL, message, start)
-        return await _call(tool, call, timeout_s, start, key)
+        with _tool_span(telemetry or Telemetry.noop(), call) as record:
+            tool = registry.get(call.name)
+            if tool is None:
+                available = ", ".join(registry.names()) or "(none)"
+                message = f"unknown tool {call.name!r}; available tools: {available}"
+                return record(_failure(call, common_pb2.TOOL_ERROR_KIND_UNKNOWN_TOOL, message, start), False)
+            return record(await _call(tool, call, timeout_s, start, key, injected), True)
+
+
+@contextlib.contextmanager
+def _tool_span(
+    telemetry: Telemetry, call: common_pb2.ToolCall
+) -> Iterator[Callable[[common_pb2.ToolResult, bool], common_pb2.ToolResult]]:
+    """The "execute_tool <name>" span (GenAI conventions); yields a function that records the result."""
+    attributes: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "function",
+    }
+    with telemetry.span(f"execute_tool {call.name}", attributes=attributes) as span:
+
+        def record(result: common_pb2.ToolResult, known_tool: bool) -> common_pb2.ToolResult:
+            span.set_attribute("agentloop.tool.duration_ms", result.duration_ms)
+            if result.is_error:
+                kind = error_kind_name(result.error_kind)
+                span.set_attribute("error.type", kind)
+                span.set_status(Status(StatusCode.ERROR, result.content[:200]))
+                # A hallucinated tool name must not become a metric label.
+                tool = call.name if known_tool else "(unknown)"
+                telemetry.tool_errors.add(1, {"tool": tool, "kind": kind})
+            return result
+
+        yield record
+
+
+def error_kind_name(kind: ErrorKind) -> str:
+    """ "timeout" for TOOL_ERROR_KIND_TIMEOUT, "exception", "unknown_tool" and so on."""
+    return common_pb2.ToolErrorKind.Name(kind).removeprefix("TOOL_ERROR_KIND_").lower()
 
 
 async def _call(
-    tool: Tool, call: common_pb2.ToolCall, timeout_s: float, start: float, key: str = ""
+    tool: Tool,
+    call: common_pb2.ToolCall,
+    timeout_s: float,
+    start: float,
+    key: str = "",
+    injected: InjectedValues | None = None,
 ) -> common_pb2.ToolResult:
     """One call's outcome; only the consumer's cancellation escapes as an exception."""
     limit = timeout_s if tool.timeout_s is None else min(tool.timeout_s, timeout_s)
@@ -163,6 +223,8 @@ async def _call(
         kwargs = tool.bind(call.arguments_json)
         if tool.context_param is not None:
             kwargs[tool.context_param] = ToolContext(call.id, tool.name, limit, key or call.id)
+        for param, kind in tool.injected:
+            kwargs[param] = (injected or _NO_INJECTED).value(kind)
         async with deadline:
             value = await tool.invoke(kwargs)
         content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeAlias, TypeVar, overload
+from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 from jsonschema import Draft202012Validator, ValidationError
 
@@ -27,8 +27,33 @@ NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_REPORTED_ERRORS = 5
 _MAX_ERROR_CHARS = 300
 _OPTIONS_ATTR = "__agentloop_tool__"
+NEXT_STEP_ON = ("success", "error")
+NEXT_STEP_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MAX_HINT_CHARS = 1000
 
 ErrorKind: TypeAlias = common_pb2.ToolErrorKind.ValueType
+
+
+@dataclass(frozen=True, slots=True)
+class NextStep:
+    """A flow-guidance rule: what the model should do next after the tool succeeds or fails.
+
+    The gateway turns the rule matching a call's outcome into a one-time hint
+    for the model. ``on`` is "success" or "error"; ``next_step`` is a short
+    name for the step (for example "run_sql"); ``hint`` is the text the model
+    reads. A tool has at most one rule per ``on``.
+    """
+
+    on: Literal["success", "error"]
+    next_step: str
+    hint: str
+
+    def __post_init__(self) -> None:
+        _check_next_step(self)
+
+    def to_proto(self) -> common_pb2.NextStepRule:
+        """The rule as published in ToolSpec.next_steps."""
+        return common_pb2.NextStepRule(on=self.on, next_step=self.next_step, hint=self.hint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +80,8 @@ class ToolOptions:
     name: str | None = None
     description: str | None = None
     timeout_s: float | None = None
+    next_steps: tuple[NextStep, ...] = ()
+    requires_approval: bool = False
 
 
 class ArgumentError(Exception):
@@ -70,7 +97,12 @@ class ArgumentError(Exception):
 def tool(fn: F, /) -> F: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout_s: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float | None = None,
+    next_steps: Iterable[NextStep] = (),
+    requires_approval: bool = False,
 ) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None,
@@ -79,15 +111,26 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout_s: float | None = None,
+    next_steps: Iterable[NextStep] = (),
+    requires_approval: bool = False,
 ) -> F | Callable[[F], F]:
     """Mark a function as a tool, optionally overriding its name, description or timeout.
 
-    The function itself is returned unchanged (still directly callable and
-    testable); the registry reads the attached options when it registers it.
+    ``next_steps`` are flow-guidance rules published with the tool (see
+    NextStep); ``requires_approval`` tells the gateway to wait for a human
+    decision before running a call of it. The function itself is returned
+    unchanged (still directly callable and testable); the registry reads the
+    attached options when it registers it.
     """
     if timeout_s is not None and not timeout_s > 0:
         raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
-    options = ToolOptions(name=name, description=description, timeout_s=timeout_s)
+    options = ToolOptions(
+        name=name,
+        description=description,
+        timeout_s=timeout_s,
+        next_steps=check_next_steps(next_steps),
+        requires_approval=_check_flag(requires_approval),
+    )
 
     def mark(target: F) -> F:
         setattr(target, _OPTIONS_ATTR, options)
@@ -102,6 +145,42 @@ def tool_options(obj: object) -> ToolOptions | None:
     return options if isinstance(options, ToolOptions) else None
 
 
+def check_next_steps(rules: Iterable[NextStep]) -> tuple[NextStep, ...]:
+    """Validate a tool's rules: NextStep instances, valid fields, at most one per ``on``."""
+    if isinstance(rules, (str, bytes, NextStep)):
+        raise TypeError(f"next_steps must be a list of NextStep, got {type(rules).__name__}")
+    checked = tuple(rules)
+    seen: set[str] = set()
+    for rule in checked:
+        if not isinstance(rule, NextStep):
+            raise TypeError(f"next_steps must contain NextStep instances, got {type(rule).__name__}")
+        _check_next_step(rule)
+        if rule.on in seen:
+            raise ValueError(f"next_steps has more than one rule for on={rule.on!r}")
+        seen.add(rule.on)
+    return checked
+
+
+def _check_next_step(rule: NextStep) -> None:
+    if rule.on not in NEXT_STEP_ON:
+        raise ValueError(f"NextStep.on must be 'success' or 'error', got {rule.on!r}")
+    if not isinstance(rule.next_step, str) or not NEXT_STEP_PATTERN.fullmatch(rule.next_step):
+        raise ValueError(f"NextStep.next_step must match {NEXT_STEP_PATTERN.pattern}, got {rule.next_step!r}")
+    if not isinstance(rule.hint, str) or not rule.hint.strip():
+        raise ValueError(f"NextStep.hint must be a non-empty string (next_step {rule.next_step!r})")
+    if len(rule.hint) > MAX_HINT_CHARS:
+        raise ValueError(
+            f"NextStep.hint is {len(rule.hint)} characters long; the limit is {MAX_HINT_CHARS} "
+            f"(next_step {rule.next_step!r})"
+        )
+
+
+def _check_flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"requires_approval must be a bool, got {type(value).__name__}")
+    return value
+
+
 class Tool:
     """One registered tool: metadata, precompiled validation and the way to call it."""
 
@@ -114,9 +193,12 @@ class Tool:
         "context_param",
         "description",
         "fn",
+        "injected",
         "is_async",
         "name",
+        "next_steps",
         "parameters",
+        "requires_approval",
         "timeout_s",
     )
 
@@ -127,6 +209,8 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout_s: float | None = None,
+        next_steps: Iterable[NextStep] | None = None,
+        requires_approval: bool | None = None,
     ) -> None:
         options = tool_options(fn) or ToolOptions()
         self.fn = fn
@@ -138,8 +222,17 @@ class Tool:
         self.timeout_s = timeout_s if timeout_s is not None else options.timeout_s
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise ValueError(f"tool {self.name!r}: timeout_s must be > 0, got {self.timeout_s!r}")
+        try:
+            self.next_steps = check_next_steps(options.next_steps if next_steps is None else next_steps)
+            self.requires_approval = _check_flag(
+                options.requires_approval if requires_approval is None else requires_approval
+            )
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"tool {self.name!r}: {exc}") from None
         self.parameters = derived.parameters
         self.context_param = derived.context_param
+        # (parameter name, injected kind) of each parameter the executor fills from the run.
+        self.injected: tuple[tuple[str, str], ...] = derived.injected
         self.is_async = inspect.iscoroutinefunction(fn)
         self._converters = derived.converters
         self._implicit_none = derived.implicit_none
@@ -154,7 +247,12 @@ class Tool:
     def spec(self) -> common_pb2.ToolSpec:
         """The tool as the model is offered it."""
         return common_pb2.ToolSpec(
-            name=self.name, description=self.description, parameters_json_schema=self._schema_json
+            name=self.name,
+            description=self.description,
+            parameters_json_schema=self._schema_json,
+            next_steps=[rule.to_proto() for rule in self.next_steps],
+            injected_parameters=[param for param, _kind in self.injected],
+            requires_approval=self.requires_approval,
         )
 
     def bind(self, arguments_json: str) -> dict[str, Any]:

@@ -6,6 +6,10 @@ alongside turn validated JSON values back into the Python types the function
 declared (enum members, dataclass instances, floats for ints). Anything this
 module cannot express faithfully is refused with a TypeError at registration,
 so a tool never advertises a schema it cannot honour.
+
+Parameters typed ToolContext, and injected parameters (``Annotated`` with an
+``Injected`` marker, see tool_svc.injected), are filled by the executor: they
+are left out of the schema and reported separately.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import (
+    Annotated,
     Any,
     Literal,
     NotRequired,
@@ -30,6 +35,8 @@ from typing import (
     get_type_hints,
     is_typeddict,
 )
+
+from tool_svc.injected import INJECTED_TYPES, MARKER_NAMES, injected_markers
 
 Converter = Callable[[Any], Any]
 
@@ -73,6 +80,8 @@ class FunctionSchema:
     converters: tuple[tuple[str, Converter], ...]
     implicit_none: tuple[str, ...]
     context_param: str | None
+    injected: tuple[tuple[str, str], ...] = ()
+    """(parameter name, injected kind) per injected parameter, in signature order."""
 
 
 def parse_docstring(doc: str | None) -> Docstring:
@@ -118,11 +127,12 @@ def parse_docstring(doc: str | None) -> Docstring:
 
 
 def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchema:
-    """Build the arguments schema of ``fn``; ``context_type`` parameters are injected, not advertised."""
+    """Build the arguments schema of ``fn``; ``context_type`` and injected parameters are not advertised."""
     where = getattr(fn, "__qualname__", repr(fn))
     try:
         signature = inspect.signature(fn)
         hints = get_type_hints(fn)
+        extras = get_type_hints(fn, include_extras=True)
     except (NameError, TypeError, ValueError) as exc:
         raise TypeError(f"cannot read the signature of tool function {where}: {exc}") from exc
     doc = parse_docstring(inspect.getdoc(fn))
@@ -131,6 +141,7 @@ def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchem
     converters: list[tuple[str, Converter]] = []
     implicit_none: list[str] = []
     context_param: str | None = None
+    injected: list[tuple[str, str]] = []
     for name, param in signature.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(
@@ -142,6 +153,10 @@ def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchem
         annotation = hints[name]
         if context_type in (annotation, _strip_optional(annotation)):
             context_param = name
+            continue
+        kind = _injected_kind(extras[name], f"tool function {where}: parameter {name!r}")
+        if kind is not None:
+            injected.append((name, kind))
             continue
         try:
             schema, convert, nullable = _describe_param(annotation, param.default, frozenset())
@@ -161,7 +176,47 @@ def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchem
     if required:
         parameters["required"] = required
     parameters["additionalProperties"] = False
-    return FunctionSchema(doc.description, parameters, tuple(converters), tuple(implicit_none), context_param)
+    return FunctionSchema(
+        doc.description, parameters, tuple(converters), tuple(implicit_none), context_param, tuple(injected)
+    )
+
+
+def _injected_kind(annotation: Any, where: str) -> str | None:
+    """The injected kind of a parameter annotated ``Marker`` or ``Marker | None``, else None.
+
+    Raises TypeError when the marker sits on the wrong type (``Annotated[int,
+    Injected("user_id")]``) or somewhere the executor cannot fill (inside
+    ``list[...]`` and the like).
+    """
+    inner = _strip_optional(annotation)
+    target = annotation if inner is None else inner
+    if get_origin(target) is Annotated:
+        markers = injected_markers(target.__metadata__)
+        if len(markers) > 1:
+            raise TypeError(f"{where} has {len(markers)} Injected markers; use one")
+        if markers:
+            kind = markers[0].kind
+            base = target.__origin__
+            expected = INJECTED_TYPES[kind]
+            if base != expected:
+                raise TypeError(
+                    f"{where} is injected as {kind!r}, so its type must be {_name(expected)} "
+                    f"(write it as {MARKER_NAMES[kind]}), not {_name(base)}"
+                )
+            return kind
+    if _contains_injected(annotation):
+        raise TypeError(
+            f"{where}: Injected markers only work on a tool's own parameters, "
+            f"not nested inside another type ({annotation})"
+        )
+    return None
+
+
+def _contains_injected(tp: Any) -> bool:
+    """Whether an Injected marker appears anywhere inside ``tp``."""
+    if get_origin(tp) is Annotated and injected_markers(tp.__metadata__):
+        return True
+    return any(_contains_injected(arg) for arg in get_args(tp))
 
 
 def _describe_param(
@@ -223,6 +278,10 @@ def _object_schema(cls: type, seen: frozenset[type]) -> tuple[dict[str, Any], Co
         hints = get_type_hints(cls)
     except NameError as exc:
         raise _Unsupported(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+    if any(_contains_injected(tp) for tp in get_type_hints(cls, include_extras=True).values()):
+        raise _Unsupported(
+            f"{cls.__name__} has an injected field; only a tool's own parameters can be injected"
+        )
     is_dataclass = dataclasses.is_dataclass(cls)
     generated_doc = is_dataclass and (cls.__doc__ or "").startswith(f"{cls.__name__}(")
     doc = parse_docstring(None if generated_doc else cls.__doc__)

@@ -18,9 +18,11 @@ import grpc
 from agentloop.errors import InvalidArgument
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ToolSettings
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from tool_svc.builtins import default_registry
 from tool_svc.executor import ResultMemo, execute
+from tool_svc.injected import InjectedValues
 from tool_svc.loader import load_modules
 from tool_svc.registry import ToolRegistry
 
@@ -33,7 +35,9 @@ MAX_CALLS_PER_BATCH = 128
 class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
     """Serves one registry with the timeout and concurrency defaults of ``settings``."""
 
-    def __init__(self, registry: ToolRegistry, settings: ToolSettings) -> None:
+    def __init__(
+        self, registry: ToolRegistry, settings: ToolSettings, telemetry: Telemetry | None = None
+    ) -> None:
         if not settings.timeout_s > 0 or settings.max_concurrency < 1:
             raise ValueError(
                 f"the ToolService needs timeout_s > 0 and max_concurrency >= 1, "
@@ -42,6 +46,7 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
         self._registry = registry
         self._settings = settings
         self._memo = ResultMemo()
+        self._telemetry = telemetry or Telemetry.noop()
 
     async def ListTools(
         self, request: tools_pb2.ListToolsRequest, context: grpc.aio.ServicerContext
@@ -52,8 +57,16 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
         self, request: tools_pb2.ExecuteRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[tools_pb2.ExecuteResponse]:
         timeout_s, max_concurrency = self._limits(request)
+        injected = parse_injected(request)
         batch = execute(
-            self._registry, request.calls, timeout_s, max_concurrency, request.idempotency_scope, self._memo
+            self._registry,
+            request.calls,
+            timeout_s,
+            max_concurrency,
+            request.idempotency_scope,
+            self._memo,
+            injected=injected,
+            telemetry=self._telemetry,
         )
         async with aclosing(batch) as events:
             async for event in events:
@@ -94,7 +107,20 @@ def validate_batch(request: tools_pb2.ExecuteRequest) -> None:
             raise InvalidArgument(f"calls[{index}].id", f"duplicates calls[{first}].id")
 
 
-async def create_server(settings: ToolSettings, registry: ToolRegistry | None = None) -> ServerHandle:
+def parse_injected(request: tools_pb2.ExecuteRequest) -> InjectedValues:
+    """The batch's injected values, parsed once; raise InvalidArgument when its JSON is unusable."""
+    if not request.HasField("injected"):
+        return InjectedValues()
+    try:
+        return InjectedValues.from_context(request.injected)
+    except ValueError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise InvalidArgument(f"injected.{field}", problem) from None
+
+
+async def create_server(
+    settings: ToolSettings, registry: ToolRegistry | None = None, telemetry: Telemetry | None = None
+) -> ServerHandle:
     """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
 
     Without ``registry`` it serves the built-in tools; the modules named in
@@ -102,12 +128,13 @@ async def create_server(settings: ToolSettings, registry: ToolRegistry | None = 
     """
     tools = default_registry(settings) if registry is None else registry
     load_modules(tools, settings.modules)
-    servicer = ToolServicer(tools, settings)
+    servicer = ToolServicer(tools, settings, telemetry)
     handle = await build_server(
         lambda server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, server),
         [SERVICE_NAME],
         settings.host,
         settings.port,
+        telemetry,
     )
     log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
     return handle
@@ -115,5 +142,9 @@ async def create_server(settings: ToolSettings, registry: ToolRegistry | None = 
 
 async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
-    handle = await create_server(settings)
-    await run_until_signal(handle, "ToolService")
+    telemetry = Telemetry.from_env("agentloop-tools")
+    try:
+        handle = await create_server(settings, telemetry=telemetry)
+        await run_until_signal(handle, "ToolService")
+    finally:
+        await telemetry.aclose()

@@ -158,9 +158,11 @@ class Scenario:
     turns: tuple[Turn, ...]
     final_text: str | None = None
     name: str = ""
+    ignore_tool_choice: bool = False
+    """Play tool-call turns even when the request disables tools: a model that will not stop."""
     _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
-    _FIELDS = frozenset({"match", "turns", "final_text", "name"})
+    _FIELDS = frozenset({"match", "turns", "final_text", "name", "ignore_tool_choice"})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "turns", tuple(self.turns))
@@ -193,6 +195,7 @@ class Scenario:
             ),
             final_text=_get_optional_str(fields, "final_text", where),
             name=_get_str(fields, "name", where, ""),
+            ignore_tool_choice=bool(fields.get("ignore_tool_choice", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,6 +204,7 @@ class Scenario:
             "match": self.match,
             "turns": [turn.to_dict() for turn in self.turns],
             "final_text": self.final_text,
+            "ignore_tool_choice": self.ignore_tool_choice,
         }
 
 
@@ -350,7 +354,7 @@ class Script:
         index = sum(1 for message in messages[user_at + 1 :] if message.get("role") == "assistant")
         turn = scenario.turns[min(index, len(scenario.turns) - 1)]
 
-        if turn.tool_calls and not tools_offered:
+        if turn.tool_calls and not tools_offered and not scenario.ignore_tool_choice:
             final = scenario.final_text if scenario.final_text is not None else DEFAULT_FINAL_TEXT
             return Turn(content=render(final, messages), reasoning=turn.reasoning)
 

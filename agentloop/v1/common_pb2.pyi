@@ -105,6 +105,8 @@ class _ToolErrorKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ToolErr
     """The call was cancelled before it finished (batch or run cancelled)."""
     TOOL_ERROR_KIND_UNAVAILABLE: _ToolErrorKind.ValueType  # 7
     """The ToolService could not be reached, so the call never ran."""
+    TOOL_ERROR_KIND_REJECTED: _ToolErrorKind.ValueType  # 8
+    """A human rejected the call (see Agent.Resume); the content says why."""
 
 class ToolErrorKind(_ToolErrorKind, metaclass=_ToolErrorKindEnumTypeWrapper):
     """Why a tool call produced an error result instead of a value."""
@@ -125,6 +127,8 @@ TOOL_ERROR_KIND_CANCELLED: ToolErrorKind.ValueType  # 6
 """The call was cancelled before it finished (batch or run cancelled)."""
 TOOL_ERROR_KIND_UNAVAILABLE: ToolErrorKind.ValueType  # 7
 """The ToolService could not be reached, so the call never ran."""
+TOOL_ERROR_KIND_REJECTED: ToolErrorKind.ValueType  # 8
+"""A human rejected the call (see Agent.Resume); the content says why."""
 Global___ToolErrorKind: _TypeAlias = ToolErrorKind  # noqa: Y015
 
 @_typing.final

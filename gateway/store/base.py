@@ -31,9 +31,17 @@ class RunStatus(enum.StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PAUSED = "paused"
+    """Waiting for a human decision; nobody executes it and it holds no lease until Resume."""
 
     @property
     def ended(self) -> bool:
+        """Not executing and owned by nobody: finished, or PAUSED (which Resume can restart)."""
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED)
+
+    @property
+    def finished(self) -> bool:
+        """Over for good: COMPLETED, FAILED or CANCELLED."""
         return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
@@ -184,6 +192,20 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def record_tool_result(self, run_id: str, owner: str, result: common_pb2.ToolResult) -> None:
         """Persist one finished tool call (idempotent per (run_id, tool_call_id): the first write wins)."""
+        ...
+
+    @abc.abstractmethod
+    async def record_tool_results(
+        self, run_id: str, owner: str, results: Sequence[common_pb2.ToolResult]
+    ) -> None:
+        """Persist several finished tool calls in ONE transaction (one commit for a step's parallel calls).
+
+        Same contract as `record_tool_result` for each: first write wins per
+        (run_id, tool_call_id), including a call id repeated within `results`;
+        recording order is the order given. Renews the lease; raises LeaseLost,
+        having written nothing, when `owner` no longer owns the RUNNING run. An
+        empty `results` is a no-op (no owner check, no lease renewal).
+        """
         ...
 
     @abc.abstractmethod

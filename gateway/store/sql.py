@@ -15,16 +15,23 @@ file also queue on an asyncio lock first: SQLite admits one writer at a time
 anyway, and its busy handler polls with growing sleeps, so fifty concurrent
 runs polling the file lock would starve some past the timeout. Postgres
 writers never share a lock.
+
+The write hot path (`write_checkpoint`, `record_tool_results`) runs once or
+more per step of every run, so it bypasses SQLAlchemy's statement machinery
+for fixed SQL handed to the driver; see "the write hot path" below. Everything
+else is SQLAlchemy Core, where clarity is worth more than its per-call cost.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+import asyncpg
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
@@ -47,6 +54,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.schema import Table
+from sqlalchemy.util import greenlet_spawn
 
 from agentloop.errors import FailedPrecondition, NotFound
 from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
@@ -71,6 +79,8 @@ _BEGIN_OPTION = "agentloop_sqlite_begin"
 _RUNNING = RunStatus.RUNNING.value
 _QUEUED = RunStatus.QUEUED.value
 _CANCELLED = RunStatus.CANCELLED.value
+
+_T = TypeVar("_T")
 
 
 def to_async_url(url: str) -> str:
@@ -188,10 +198,245 @@ def _checkpoint_row(row: RowMapping) -> CheckpointRow:
     )
 
 
+# --- the write hot path -----------------------------------------------------
+#
+# write_checkpoint runs at every node transition and record_tool_results at
+# every step with tools, so their cost is per-step gateway CPU. Built with
+# SQLAlchemy Core they cost milliseconds per call: statement construction,
+# cache-key generation and compilation, result processing, and a greenlet
+# switch plus a driver round trip per statement. Instead each is a fixed SQL
+# text (nothing to build or compile per call) handed straight to the driver of
+# a pooled connection (`SqlStore._driver`):
+#
+# - Postgres: ONE statement, data-modifying CTEs, so one round trip and an
+#   implicit transaction (the connection stays in autocommit: nothing begun
+#   through SQLAlchemy). All CTEs see the same snapshot, so positions come from
+#   RETURNING values, never from reads; and every insert selects FROM the
+#   ownership CTE, so when the run UPDATE matches nothing (LeaseLost) nothing
+#   at all is written. asyncpg keeps the statement prepared per connection.
+# - SQLite: the whole transaction is one function run on the aiosqlite
+#   connection's own thread (one hop instead of one per statement); inside
+#   it, statements cost microseconds. Values are stored exactly as the
+#   SQLAlchemy types store them (UtcDateTime: naive UTC text with
+#   microseconds), so both paths read and compare each other's rows.
+#
+# What that costs: the SQL spells out `tables`' columns by hand (the
+# conformance suite runs every statement on both backends, so drift fails
+# there); errors arrive as the driver's own (asyncpg / sqlite3) rather than
+# wrapped by SQLAlchemy, which no caller distinguishes; and on SQLite a call
+# cancelled after handing its transaction to the thread still completes it,
+# where Postgres may roll back, so after a cancellation either outcome is
+# possible (as it always was for a cancellation that raced the commit).
+
+_RUN_COLUMNS = (
+    "run_id, thread_id, user_id, status, request, owner, lease_expires_at,"
+    " cancel_requested, checkpoint_count, last_sequence, created_at, updated_at"
+)
+
+_PG_WRITE_CHECKPOINT = f"""
+WITH owned AS (
+    UPDATE runs
+    SET checkpoint_count = checkpoint_count + 1,
+        last_sequence = GREATEST(last_sequence, $3::bigint),
+        status = $4::text,
+        owner = $5::text,
+        lease_expires_at = $6::timestamptz,
+        updated_at = $7::timestamptz
+    WHERE run_id = $1::text AND owner = $2::text AND status = '{_RUNNING}'
+    RETURNING {_RUN_COLUMNS}
+), thread AS (
+    UPDATE threads
+    SET message_count = threads.message_count + cardinality($8::bytea[]),
+        updated_at = $7::timestamptz
+    FROM owned
+    WHERE threads.thread_id = owned.thread_id
+    RETURNING threads.thread_id, threads.message_count
+), new_messages AS (
+    INSERT INTO messages (thread_id, idx, run_id, data)
+    SELECT thread.thread_id, thread.message_count - cardinality($8::bytea[]) + m.ord - 1, $1::text, m.data
+    FROM thread, unnest($8::bytea[]) WITH ORDINALITY AS m(data, ord)
+), new_checkpoint AS (
+    INSERT INTO checkpoints (run_id, thread_id, idx, record, delta_bytes, created_at)
+    SELECT owned.run_id, owned.thread_id, owned.checkpoint_count, $9::bytea, $10::integer, $7::timestamptz
+    FROM owned
+), new_events AS (
+    INSERT INTO run_events (run_id, sequence, data)
+    SELECT owned.run_id, e.sequence, e.data
+    FROM owned, unnest($11::bigint[], $12::bytea[]) AS e(sequence, data)
+    ON CONFLICT (run_id, sequence) DO NOTHING
+)
+SELECT {_RUN_COLUMNS} FROM owned
+"""
+"""$1 run_id, $2 owner, $3 last_sequence, $4 status, $5 new owner, $6 lease_expires_at, $7 now,
+$8 message data, $9 record, $10 delta_bytes, $11 event sequences, $12 event data."""
+
+_PG_RECORD_TOOL_RESULTS = f"""
+WITH owned AS (
+    UPDATE runs
+    SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+    WHERE run_id = $1::text AND owner = $2::text AND status = '{_RUNNING}'
+    RETURNING run_id
+), recorded AS (
+    INSERT INTO tool_results (run_id, tool_call_id, data)
+    SELECT owned.run_id, r.tool_call_id, r.data
+    FROM owned, unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS r(tool_call_id, data, ord)
+    ORDER BY r.ord
+    ON CONFLICT (run_id, tool_call_id) DO NOTHING
+)
+SELECT count(*) FROM owned
+"""
+"""$1 run_id, $2 owner, $3 lease_expires_at, $4 now, $5 tool call ids, $6 result data.
+
+ORDER BY keeps the batch's order in `position` (recording order); a call id
+repeated within the batch keeps its first copy, as DO NOTHING skips rows that
+conflict with rows the same statement inserted."""
+
+_SQLITE_CLAIM_STEP = f"""
+UPDATE runs
+SET checkpoint_count = checkpoint_count + 1, last_sequence = max(last_sequence, ?),
+    status = ?, owner = ?, lease_expires_at = ?, updated_at = ?
+WHERE run_id = ? AND owner = ? AND status = '{_RUNNING}'
+RETURNING {_RUN_COLUMNS}
+"""
+_SQLITE_BUMP_THREAD = (
+    "UPDATE threads SET message_count = message_count + ?, updated_at = ? WHERE thread_id = ?"
+    " RETURNING message_count"
+)
+_SQLITE_INSERT_MESSAGE = "INSERT INTO messages (thread_id, idx, run_id, data) VALUES (?, ?, ?, ?)"
+_SQLITE_INSERT_CHECKPOINT = (
+    "INSERT INTO checkpoints (run_id, thread_id, idx, record, delta_bytes, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+_SQLITE_INSERT_EVENT = (
+    "INSERT INTO run_events (run_id, sequence, data) VALUES (?, ?, ?)"
+    " ON CONFLICT (run_id, sequence) DO NOTHING"
+)
+_SQLITE_RENEW_LEASE = (
+    "UPDATE runs SET lease_expires_at = ?, updated_at = ?"
+    f" WHERE run_id = ? AND owner = ? AND status = '{_RUNNING}'"
+)
+_SQLITE_INSERT_TOOL_RESULT = (
+    "INSERT INTO tool_results (run_id, tool_call_id, data) VALUES (?, ?, ?)"
+    " ON CONFLICT (run_id, tool_call_id) DO NOTHING"
+)
+
+
+def _sqlite_text(value: datetime) -> str:
+    """A timestamp as UtcDateTime stores it on SQLite: naive UTC, always with microseconds.
+
+    The format matters beyond reading back: lease comparisons on SQLite
+    compare these strings.
+    """
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _sqlite_datetime(value: str) -> datetime:
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def _sqlite_run_row(values: Sequence[Any]) -> RunRow:
+    """A RunRow from a `_RUN_COLUMNS` tuple as sqlite3 returns it (text timestamps, 0/1 booleans)."""
+    return RunRow(
+        run_id=values[0],
+        thread_id=values[1],
+        user_id=values[2],
+        status=RunStatus(values[3]),
+        request=bytes(values[4]),
+        owner=values[5],
+        lease_expires_at=None if values[6] is None else _sqlite_datetime(values[6]),
+        cancel_requested=bool(values[7]),
+        checkpoint_count=values[8],
+        last_sequence=values[9],
+        created_at=_sqlite_datetime(values[10]),
+        updated_at=_sqlite_datetime(values[11]),
+    )
+
+
+def _sqlite_write_checkpoint(
+    db: sqlite3.Connection,
+    claim: tuple[Any, ...],
+    now: str,
+    run_id: str,
+    messages: list[bytes],
+    checkpoint: tuple[bytes, int, str],
+    events: list[tuple[str, int, bytes]],
+) -> tuple[Any, ...] | None:
+    """write_checkpoint's statements (in the connection's thread, inside `_sqlite_transaction`).
+
+    Returns the updated run's `_RUN_COLUMNS`, or None (and writes nothing) when
+    the caller does not own the run.
+    """
+    claimed = db.execute(_SQLITE_CLAIM_STEP, claim).fetchall()
+    if not claimed:
+        return None
+    run = claimed[0]
+    thread_id, checkpoint_idx = run[1], run[8]
+    # fetchall, here and above: a statement left unfinished would hold up COMMIT.
+    ((message_count,),) = db.execute(_SQLITE_BUMP_THREAD, (len(messages), now, thread_id)).fetchall()
+    if messages:
+        first = message_count - len(messages)
+        db.executemany(
+            _SQLITE_INSERT_MESSAGE,
+            [(thread_id, first + i, run_id, data) for i, data in enumerate(messages)],
+        )
+    record, delta_bytes, created_at = checkpoint
+    db.execute(
+        _SQLITE_INSERT_CHECKPOINT, (run_id, thread_id, checkpoint_idx, record, delta_bytes, created_at)
+    )
+    if events:
+        db.executemany(_SQLITE_INSERT_EVENT, events)
+    return tuple(run)
+
+
+def _sqlite_record_tool_results(
+    db: sqlite3.Connection, renew: tuple[str, str, str, str], rows: list[tuple[str, str, bytes]]
+) -> bool:
+    """record_tool_results' statements; False (nothing written) when the caller does not own the run."""
+    if db.execute(_SQLITE_RENEW_LEASE, renew).rowcount == 0:
+        return False
+    db.executemany(_SQLITE_INSERT_TOOL_RESULT, rows)
+    return True
+
+
+def _sqlite_in_transaction(db: sqlite3.Connection, body: Callable[..., _T], *args: Any) -> _T:
+    """Run `body(db, *args)` in a BEGIN IMMEDIATE transaction: commit, or roll back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = body(db, *args)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return result
+
+
+async def _run_to_completion(cleanup: Awaitable[_T]) -> _T:
+    """Await `cleanup` to its end even if the caller is cancelled meanwhile (then re-raise that).
+
+    What SQLAlchemy's AsyncConnection does when closing: a checkin abandoned
+    halfway would leave the pool to invalidate the connection and log an error.
+    """
+    task = asyncio.ensure_future(cleanup)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError as err:
+            if task.done():
+                raise
+            cancelled = err
+        else:
+            break
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
 class SqlStore(Store):
     """The Store on one SQLAlchemy `AsyncEngine` (Postgres or SQLite).
 
-    `lease_s` is how long `write_checkpoint` and `record_tool_result` extend
+    `lease_s` is how long `write_checkpoint` and `record_tool_results` extend
     the writer's lease: the methods that take no lease argument but prove the
     owner is alive.
     """
@@ -235,6 +480,57 @@ class SqlStore(Store):
         """A plain (deferred) transaction, rolled back on exit: readers never queue behind writers."""
         async with self._engine.connect() as conn:
             yield conn
+
+    @asynccontextmanager
+    async def _driver(self) -> AsyncIterator[Any]:
+        """The driver's own connection (asyncpg / aiosqlite) of a pooled connection, for the hot path.
+
+        Checked out of the engine's pool like any other (pre-ping included on
+        Postgres) and returned to it afterwards, but nothing is begun through
+        SQLAlchemy: the caller runs a self-contained transaction. After a
+        failure that may have left the driver mid-protocol (a lost connection,
+        a cancelled asyncpg query) the connection is invalidated rather than
+        pooled again, as SQLAlchemy does for its own statements.
+        """
+        fairy = await self._engine.raw_connection()
+        try:
+            yield fairy.driver_connection
+        except BaseException as exc:
+            if not self._reusable_after(exc):
+                fairy.invalidate()
+            raise
+        finally:
+            if self._sqlite_writer is None:
+                # Never suspends: asyncpg has no transaction to roll back on checkin.
+                await greenlet_spawn(fairy.close)
+            else:
+                # The checkin's rollback is a call into aiosqlite's thread; a
+                # cancellation must not abandon it halfway.
+                await _run_to_completion(greenlet_spawn(fairy.close))
+
+    def _reusable_after(self, exc: BaseException) -> bool:
+        """Whether a hot-path connection is still fit for the pool after `exc`."""
+        if isinstance(exc, asyncpg.PostgresError | sqlite3.Error):
+            # The database answered: its statement or transaction was rolled back.
+            return True
+        # aiosqlite runs a queued function to its end whatever its caller does,
+        # and the transaction function always commits or rolls back.
+        return self._sqlite_writer is not None and isinstance(exc, asyncio.CancelledError)
+
+    async def _sqlite_transaction(self, body: Callable[..., _T], *args: Any) -> _T:
+        """`body(sqlite3_connection, *args)` in one BEGIN IMMEDIATE transaction on the writer's thread.
+
+        aiosqlite runs every call on its connection's thread and wakes the
+        event loop once per call; handing it the whole transaction as one
+        function pays that (and the pool checkout) once instead of once per
+        statement. `_execute` and `_conn` are aiosqlite's own hooks for this
+        (stable since 0.17, private by name); the conformance suite exercises
+        them on every SQLite write.
+        """
+        assert self._sqlite_writer is not None
+        async with self._sqlite_writer, self._driver() as aio:
+            result: _T = await aio._execute(_sqlite_in_transaction, aio._conn, body, *args)
+        return result
 
     def _insert_ignoring(self, table: Table, *keys: str) -> Insert:
         """INSERT … ON CONFLICT (keys) DO NOTHING: the first write of a key wins."""
@@ -373,73 +669,75 @@ class SqlStore(Store):
         return None if row is None else _run_row(row)
 
     async def write_checkpoint(self, write: CheckpointWrite) -> RunRow:
+        """One node transition: the run's counters and lease, the thread's messages, the record, the events.
+
+        The hottest write of a run, so it skips SQLAlchemy's statement
+        machinery (see "the write hot path" above): Postgres gets it as one
+        statement, one round trip; SQLite as one call into the connection's
+        thread. The ownership check comes first and locks the run row, so a
+        concurrent claim either happened before (nothing written: LeaseLost)
+        or waits for this commit.
+        """
         now = _now()
         record = write.record.SerializeToString()
         message_data = [m.SerializeToString() for m in write.new_messages]
-        last_sequence = max([write.record.last_sequence, *(e.sequence for e in write.events)])
-        values: dict[str, Any] = {
-            "checkpoint_count": t.runs.c.checkpoint_count + 1,
-            "last_sequence": _greatest(t.runs.c.last_sequence, last_sequence),
-            "lease_expires_at": now + timedelta(seconds=self.lease_s),
-            "updated_at": now,
-        }
+        events = write.events
+        last_sequence = write.record.last_sequence
+        for e in events:
+            if e.sequence > last_sequence:
+                last_sequence = e.sequence
+        # The run is RUNNING under write.owner or nothing is written, so
+        # "unchanged" can be spelled with the values the WHERE clause checks:
+        # one fixed statement whatever `write.status` is.
+        status: str = _RUNNING
+        owner: str | None = write.owner
+        lease_expires_at: datetime | None = now + timedelta(seconds=self.lease_s)
         if write.status is not None:
-            values["status"] = write.status.value
+            status = write.status.value
             if write.status.ended:
-                values["owner"] = None
-                values["lease_expires_at"] = None
-        async with self._write() as conn:
-            # The ownership check and the checkpoint counter in one statement:
-            # it locks the run row, so a concurrent claim either happened
-            # before (no row: LeaseLost) or waits for this commit.
-            run = (
-                (
-                    await conn.execute(
-                        update(t.runs)
-                        .where(
-                            t.runs.c.run_id == write.run_id,
-                            t.runs.c.owner == write.owner,
-                            t.runs.c.status == _RUNNING,
-                        )
-                        .values(values)
-                        .returning(*t.runs.c)
-                    )
+                owner, lease_expires_at = None, None
+        delta_bytes = len(record) + sum(map(len, message_data))
+        if self._sqlite_writer is None:
+            async with self._driver() as pg:
+                row = await pg.fetchrow(
+                    _PG_WRITE_CHECKPOINT,
+                    write.run_id,
+                    write.owner,
+                    last_sequence,
+                    status,
+                    owner,
+                    lease_expires_at,
+                    now,
+                    message_data,
+                    record,
+                    delta_bytes,
+                    [e.sequence for e in events],
+                    [e.SerializeToString() for e in events],
                 )
-                .mappings()
-                .one_or_none()
-            )
-            if run is None:
+            if row is None:
                 raise LeaseLost(f"run {write.run_id} is not running under owner {write.owner}")
-            thread_id = run["thread_id"]
-            message_count = (
-                await conn.execute(
-                    update(t.threads)
-                    .where(t.threads.c.thread_id == thread_id)
-                    .values(message_count=t.threads.c.message_count + len(message_data), updated_at=now)
-                    .returning(t.threads.c.message_count)
-                )
-            ).scalar_one()
-            if message_data:
-                first = message_count - len(message_data)
-                await conn.execute(
-                    t.messages.insert(),
-                    [
-                        {"thread_id": thread_id, "idx": first + i, "run_id": write.run_id, "data": data}
-                        for i, data in enumerate(message_data)
-                    ],
-                )
-            await conn.execute(
-                t.checkpoints.insert().values(
-                    run_id=write.run_id,
-                    thread_id=thread_id,
-                    idx=run["checkpoint_count"],
-                    record=record,
-                    delta_bytes=len(record) + sum(len(d) for d in message_data),
-                    created_at=now,
-                )
-            )
-            await self._insert_events(conn, write.run_id, write.events)
-        return _run_row(run)
+            return _run_row(row)
+        stamp = _sqlite_text(now)
+        values = await self._sqlite_transaction(
+            _sqlite_write_checkpoint,
+            (
+                last_sequence,
+                status,
+                owner,
+                None if lease_expires_at is None else _sqlite_text(lease_expires_at),
+                stamp,
+                write.run_id,
+                write.owner,
+            ),
+            stamp,
+            write.run_id,
+            message_data,
+            (record, delta_bytes, stamp),
+            [(write.run_id, e.sequence, e.SerializeToString()) for e in events],
+        )
+        if values is None:
+            raise LeaseLost(f"run {write.run_id} is not running under owner {write.owner}")
+        return _sqlite_run_row(values)
 
     async def _insert_events(
         self, conn: AsyncConnection, run_id: str, events: Sequence[agent_pb2.RunEvent]
@@ -453,20 +751,40 @@ class SqlStore(Store):
         )
 
     async def record_tool_result(self, run_id: str, owner: str, result: common_pb2.ToolResult) -> None:
+        """A batch of one: a caller recording each call as it finishes pays one transaction per call."""
+        await self.record_tool_results(run_id, owner, (result,))
+
+    async def record_tool_results(
+        self, run_id: str, owner: str, results: Sequence[common_pb2.ToolResult]
+    ) -> None:
+        """The lease renewal and every insert in one transaction, on the hot path like `write_checkpoint`.
+
+        One statement (one round trip) on Postgres, one call into the
+        connection's thread on SQLite, whatever the batch size: a step's
+        parallel calls cost about what one call does.
+        """
+        if not results:
+            return
         now = _now()
-        async with self._write() as conn:
-            owned = await conn.execute(
-                update(t.runs)
-                .where(t.runs.c.run_id == run_id, t.runs.c.owner == owner, t.runs.c.status == _RUNNING)
-                .values(lease_expires_at=now + timedelta(seconds=self.lease_s), updated_at=now)
-            )
-            if owned.rowcount == 0:
-                raise LeaseLost(f"run {run_id} is not running under owner {owner}")
-            await conn.execute(
-                self._insert_ignoring(t.tool_results, "run_id", "tool_call_id").values(
-                    run_id=run_id, tool_call_id=result.tool_call_id, data=result.SerializeToString()
+        if self._sqlite_writer is None:
+            async with self._driver() as pg:
+                owned = await pg.fetchval(
+                    _PG_RECORD_TOOL_RESULTS,
+                    run_id,
+                    owner,
+                    now + timedelta(seconds=self.lease_s),
+                    now,
+                    [r.tool_call_id for r in results],
+                    [r.SerializeToString() for r in results],
                 )
+        else:
+            owned = await self._sqlite_transaction(
+                _sqlite_record_tool_results,
+                (_sqlite_text(now + timedelta(seconds=self.lease_s)), _sqlite_text(now), run_id, owner),
+                [(run_id, r.tool_call_id, r.SerializeToString()) for r in results],
             )
+        if not owned:
+            raise LeaseLost(f"run {run_id} is not running under owner {owner}")
 
     async def tool_results(self, run_id: str) -> dict[str, common_pb2.ToolResult]:
         stmt = (

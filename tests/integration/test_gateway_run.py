@@ -94,7 +94,7 @@ async def test_multi_step_run_with_parallel_tool_calls(stack_and_probe: tuple[St
     assert len({e.run_id for e in events}) == 1
     assert events[0].run_id
     nodes = [e.node_start.node for e in events if e.WhichOneof("event") == "node_start"]
-    assert nodes == ["init_state", "agent", "tools", "agent", "tools", "agent", "finalize"]
+    assert nodes == ["init_state", "memory_trigger", "agent", "tools", "agent", "tools", "agent", "finalize"]
     ks = kinds(events)
     first_end = ks.index("tool_end")
     assert ks[:first_end].count("tool_start") == 2  # both started before either finished
@@ -124,7 +124,9 @@ async def test_tool_results_accumulate_into_the_model_context(stack: Stack) -> N
 
 
 async def test_step_limit_answers_without_tools(stack: Stack) -> None:
-    events = await stack.run("loop forever", max_steps=3)
+    events = await stack.run(
+        "loop forever", max_steps=3, loop_detection=agent_pb2.LoopDetection(disabled=True)
+    )
     final = final_of(events)
     assert final.metadata.stop_reason == "max_steps"
     assert final.metadata.steps_taken == 3

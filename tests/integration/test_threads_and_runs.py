@@ -103,12 +103,21 @@ async def test_checkpoints_are_listed_in_pages_and_give_state_as_of(stack: Stack
         if not token:
             break
     nodes = [c.node for c in pages]
-    assert nodes == ["init_state", "agent", "tools", "agent", "tools", "agent", "finalize"]
-    assert [c.index for c in pages] == list(range(1, 8))
+    assert nodes == ["init_state", "memory_trigger", "agent", "tools", "agent", "tools", "agent", "finalize"]
+    assert [c.index for c in pages] == list(range(1, 9))
     assert all(c.run_id == run_id for c in pages)
-    assert [c.next_node for c in pages] == ["agent", "tools", "agent", "tools", "agent", "finalize", ""]
+    assert [c.next_node for c in pages] == [
+        "memory_trigger",
+        "agent",
+        "tools",
+        "agent",
+        "tools",
+        "agent",
+        "finalize",
+        "",
+    ]
 
-    after_first_tools = pages[2]
+    after_first_tools = pages[3]
     as_of = await stack.agent.GetThread(
         agent_pb2.GetThreadRequest(
             thread_id=thread_id, user_id="ana", checkpoint_id=after_first_tools.checkpoint_id

@@ -78,8 +78,10 @@ class Service:
     def stub(self) -> tools_pb2_grpc.ToolServiceStub:
         return tools_pb2_grpc.ToolServiceStub(self.channel)
 
-    async def execute(self, *calls: common_pb2.ToolCall, **options: float) -> list[tools_pb2.ExecuteResponse]:
-        request = tools_pb2.ExecuteRequest(calls=calls, **options)
+    async def execute(
+        self, *calls: common_pb2.ToolCall, timeout_seconds: float = 0
+    ) -> list[tools_pb2.ExecuteResponse]:
+        request = tools_pb2.ExecuteRequest(calls=calls, timeout_seconds=timeout_seconds)
         return [event async for event in self.stub.Execute(request, timeout=30)]
 
 
@@ -126,11 +128,13 @@ async def test_list_tools(service: Service) -> None:
         "calculator",
         "current_time",
         "explode",
+        "file_note",
         "meet",
         "shout",
         "sql_describe_table",
         "sql_list_tables",
         "sql_query",
+        "sql_validate",
         "word_count",
     } == set(names)
     calculator = next(spec for spec in response.tools if spec.name == "calculator")
@@ -143,6 +147,132 @@ async def test_list_tools_filters_by_name(service: Service) -> None:
     request = tools_pb2.ListToolsRequest(names=["word_count", "calculator", "nope"])
     response = await service.stub.ListTools(request, timeout=10)
     assert [spec.name for spec in response.tools] == ["calculator", "word_count"]
+
+
+async def test_list_tools_publishes_next_steps_injected_parameters_and_approval(service: Service) -> None:
+    response = await service.stub.ListTools(
+        tools_pb2.ListToolsRequest(names=["file_note", "sql_validate", "sql_query", "calculator"]), timeout=10
+    )
+    specs = {spec.name: spec for spec in response.tools}
+    note = specs["file_note"]
+    assert note.requires_approval
+    assert list(note.injected_parameters) == ["history", "user", "thread", "run", "meta"]
+    schema = json.loads(note.parameters_json_schema)
+    assert list(schema["properties"]) == ["title"]
+    assert schema["additionalProperties"] is False
+    assert [(rule.on, rule.next_step) for rule in note.next_steps] == [
+        ("success", "confirm_note"),
+        ("error", "report_failure"),
+    ]
+    assert [(rule.on, rule.next_step) for rule in specs["sql_validate"].next_steps] == [
+        ("success", "run_sql"),
+        ("error", "analyze_validation_error"),
+    ]
+    assert "sql_query" in specs["sql_validate"].next_steps[0].hint
+    assert [(rule.on, rule.next_step) for rule in specs["sql_query"].next_steps] == [
+        ("success", "summarize_final_answer"),
+        ("error", "analyze_error"),
+    ]
+    calculator = specs["calculator"]
+    assert not calculator.requires_approval
+    assert list(calculator.injected_parameters) == []
+    assert list(calculator.next_steps) == []
+
+
+INJECTED = common_pb2.InjectedContext(
+    user_id="user-42",
+    thread_id="thread-1",
+    run_id="run-9",
+    conversation_json=json.dumps(
+        [
+            {"role": "user", "content": "Remind me to call Ada."},
+            {"role": "assistant", "content": "Filing a note."},
+        ]
+    ),
+    run_metadata_json=json.dumps({"step": 3, "max_steps": 10, "tools_used": [], "llm_calls": 2}),
+)
+
+
+async def test_execute_fills_injected_parameters_from_the_request(service: Service) -> None:
+    request = tools_pb2.ExecuteRequest(
+        calls=[
+            call("n", "file_note", {"title": "Call Ada"}),
+            call("w", "word_count", {"text": "no injection here"}),
+            call("forged", "file_note", {"title": "x", "user": "admin"}),
+        ],
+        timeout_seconds=10,
+        injected=INJECTED,
+    )
+    done = finished([event async for event in service.stub.Execute(request, timeout=30)])
+    assert not done["n"].is_error, done["n"].content
+    assert json.loads(done["n"].content) == {
+        "title": "Call Ada",
+        "owner": "user-42",
+        "thread": "thread-1",
+        "run": "run-9",
+        "step": 3,
+        "messages": 2,
+        "user_said": ["Remind me to call Ada."],
+    }
+    assert done["w"].content == "3"
+    assert done["forged"].error_kind == Kind.TOOL_ERROR_KIND_INVALID_ARGUMENTS
+    assert "unknown property 'user'; allowed properties: title" in done["forged"].content
+
+
+async def test_execute_without_injected_context_gives_empty_values(service: Service) -> None:
+    done = finished(await service.execute(call("n", "file_note", {"title": "t"}), timeout_seconds=10))
+    assert json.loads(done["n"].content) == {
+        "title": "t",
+        "owner": "",
+        "thread": "",
+        "run": "",
+        "step": None,
+        "messages": 0,
+        "user_said": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("injected", "details"),
+    [
+        (
+            common_pb2.InjectedContext(conversation_json="[{"),
+            "injected.conversation_json: is not valid JSON",
+        ),
+        (
+            common_pb2.InjectedContext(conversation_json='"hello"'),
+            "injected.conversation_json: must be a JSON array, got a string",
+        ),
+        (
+            common_pb2.InjectedContext(run_metadata_json="[1]"),
+            "injected.run_metadata_json: must be a JSON object, got an array",
+        ),
+    ],
+)
+async def test_unusable_injected_context_is_invalid_argument(
+    service: Service, injected: common_pb2.InjectedContext, details: str
+) -> None:
+    request = tools_pb2.ExecuteRequest(calls=[call("w", "word_count", {"text": "a"})], injected=injected)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        _ = [event async for event in service.stub.Execute(request, timeout=10)]
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith(details)
+
+
+async def test_sql_validate_then_query(service: Service) -> None:
+    query = "SELECT name, price FROM products ORDER BY price DESC"
+    done = finished(
+        await service.execute(
+            call("v", "sql_validate", {"query": query}),
+            call("bad", "sql_validate", {"query": "SELECT price FROM product"}),
+            call("write", "sql_validate", {"query": "UPDATE products SET price = 0"}),
+            timeout_seconds=10,
+        )
+    )
+    assert json.loads(done["v"].content) == {"valid": True, "columns": ["name", "price"]}
+    assert done["bad"].is_error
+    assert "no such table: product" in done["bad"].content
+    assert done["write"].content.startswith("ValueError: the database is read-only")
 
 
 async def test_parallel_calls_start_before_they_finish(service: Service) -> None:
@@ -284,10 +414,12 @@ async def test_default_registry_when_none_is_given(settings: ToolSettings) -> No
             assert [spec.name for spec in response.tools] == [
                 "calculator",
                 "current_time",
+                "file_note",
                 "shout",
                 "sql_describe_table",
                 "sql_list_tables",
                 "sql_query",
+                "sql_validate",
                 "word_count",
             ]
             request = tools_pb2.ExecuteRequest(calls=[call("t", "sql_list_tables")], timeout_seconds=10)

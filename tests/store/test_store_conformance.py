@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -378,6 +379,181 @@ async def test_thread_messages_limit_rebuilds_the_state_as_of_a_checkpoint(store
     assert len(await store.thread_messages("t1")) == 3
 
 
+async def _row_counts(store: SqlStore, run_id: str, thread_id: str) -> dict[str, int]:
+    async with store.engine.connect() as conn:
+        counts = {}
+        for table, column, value in (
+            ("messages", "thread_id", thread_id),
+            ("checkpoints", "run_id", run_id),
+            ("run_events", "run_id", run_id),
+            ("tool_results", "run_id", run_id),
+        ):
+            counts[table] = (
+                await conn.execute(text(f"SELECT count(*) FROM {table} WHERE {column} = :v"), {"v": value})
+            ).scalar_one()
+        return counts
+
+
+async def test_write_checkpoint_returns_the_run_exactly_as_stored(store: SqlStore) -> None:
+    await running(store, "r1", "t1")
+    await store.request_cancel("r1")
+    run = await checkpoint(store, "r1", events=[event("r1", 4)])
+    assert run == await store.get_run("r1")
+    assert (run.status, run.owner, run.cancel_requested) == (RunStatus.RUNNING, A, True)
+    assert run.request == b"request"
+    assert is_utc(run.created_at)
+    assert is_utc(run.updated_at)
+    assert is_utc(run.lease_expires_at)
+    ended = await checkpoint(store, "r1", status=RunStatus.FAILED)
+    assert ended == await store.get_run("r1")
+
+
+async def test_a_lease_lost_checkpoint_writes_nothing_at_all(store: SqlStore, store_b: SqlStore) -> None:
+    await running(store, "r1", "t1")
+    await checkpoint(store, "r1", n_messages=2, events=[event("r1", 1)])
+    await store.release(A)
+    assert await store_b.claim_run("r1", B, 30)
+    before_run, before_thread = await store.get_run("r1"), await store.get_thread("t1")
+    before_counts = await _row_counts(store, "r1", "t1")
+    for attempt in (
+        dict(n_messages=3, events=[event("r1", 2), event("r1", 3)]),
+        dict(n_messages=0, events=[event("r1", 9)], status=RunStatus.COMPLETED),
+    ):
+        with pytest.raises(LeaseLost):
+            await checkpoint(store, "r1", **attempt)  # type: ignore[arg-type]
+    assert await store.get_run("r1") == before_run  # counters, lease, updated_at, status, owner
+    assert await store.get_thread("t1") == before_thread  # message_count and updated_at
+    assert await _row_counts(store, "r1", "t1") == before_counts
+    # An ended run is nobody's: its former owner cannot write either.
+    await checkpoint(store_b, "r1", owner=B, status=RunStatus.COMPLETED)
+    ended_counts = await _row_counts(store, "r1", "t1")
+    with pytest.raises(LeaseLost):
+        await checkpoint(store_b, "r1", owner=B, events=[event("r1", 20)])
+    assert await _row_counts(store, "r1", "t1") == ended_counts
+
+
+async def test_message_indexes_stay_contiguous_across_many_writes(store: SqlStore) -> None:
+    await running(store, "r1", "t1")
+    await running(store, "r2", "t2")
+    expected: dict[str, list[str]] = {"t1": [], "t2": []}
+    for step in range(30):
+        for run_id, thread_id in (("r1", "t1"), ("r2", "t2")):
+            n = (step + len(run_id) * (thread_id == "t2")) % 4  # 0..3 messages, some steps none
+            contents = [f"{run_id}/{step}/{i}" for i in range(n)]
+            expected[thread_id] += contents
+            await store.write_checkpoint(
+                CheckpointWrite(
+                    run_id=run_id, owner=A, record=record(), new_messages=[msg(c) for c in contents]
+                )
+            )
+    async with store.engine.connect() as conn:
+        for thread_id, contents in expected.items():
+            idx = (
+                await conn.execute(
+                    text("SELECT idx FROM messages WHERE thread_id = :t ORDER BY idx"), {"t": thread_id}
+                )
+            ).scalars()
+            assert list(idx) == list(range(len(contents)))
+            assert [m.content for m in await store.thread_messages(thread_id)] == contents
+            thread = await store.get_thread(thread_id)
+            assert thread is not None
+            assert thread.message_count == len(contents)
+    cps = await store.list_checkpoints("t1", "r1", 0, 100)
+    assert [cp.index for cp in cps] == list(range(1, 31))
+
+
+async def test_last_sequence_is_the_maximum_ever_written(store: SqlStore) -> None:
+    await running(store, "r1")
+
+    async def write(record_sequence: int, *sequences: int) -> int:
+        run = await store.write_checkpoint(
+            CheckpointWrite(
+                run_id="r1",
+                owner=A,
+                record=record(last_sequence=record_sequence),
+                events=[event("r1", s) for s in sequences],
+            )
+        )
+        return run.last_sequence
+
+    assert await write(0, 3, 1, 2) == 3  # events out of order: their maximum
+    assert await write(10) == 10  # the record's, with no events
+    assert await write(4, 5, 6) == 10  # never goes back
+    assert await write(0, 12, 11) == 12
+    stored = await store.get_run("r1")
+    assert stored is not None
+    assert stored.last_sequence == 12
+    assert [e.sequence for e in await store.events("r1", 0)] == [1, 2, 3, 5, 6, 11, 12]
+
+
+async def test_re_sent_events_keep_their_first_copy(store: SqlStore) -> None:
+    await running(store, "r1")
+    await checkpoint(store, "r1", events=[event("r1", 1, node="first"), event("r1", 2, node="first")])
+    # A resumed run replays its tail; a sequence may even repeat within one write.
+    await checkpoint(
+        store,
+        "r1",
+        events=[event("r1", 2, node="again"), event("r1", 3, node="first"), event("r1", 3, node="again")],
+    )
+    stored = await store.events("r1", 0)
+    assert [(e.sequence, e.node_start.node) for e in stored] == [(1, "first"), (2, "first"), (3, "first")]
+
+
+@pytest.mark.parametrize("status", [RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED])
+async def test_an_ending_checkpoint_clears_owner_and_lease(store: SqlStore, status: RunStatus) -> None:
+    await running(store, "r1", "t1")
+    run = await checkpoint(store, "r1", status=status, events=[event("r1", 1)])
+    assert (run.status, run.owner, run.lease_expires_at, run.checkpoint_count) == (status, None, None, 1)
+    assert run == await store.get_run("r1")
+    assert await store.heartbeat(A, 30) == 0
+    with pytest.raises(LeaseLost):
+        await store.record_tool_results("r1", A, [common_pb2.ToolResult(tool_call_id="late")])
+
+
+async def test_a_non_ending_status_keeps_the_owner_and_renews_the_lease(store: SqlStore) -> None:
+    await running(store, "r1", lease_s=1)
+    run = await checkpoint(store, "r1", status=RunStatus.RUNNING)
+    assert (run.status, run.owner) == (RunStatus.RUNNING, A)
+    assert run.lease_expires_at is not None
+    assert run.lease_expires_at > datetime.now(UTC) + timedelta(seconds=20)  # the store's lease_s, 30
+
+
+async def test_the_lease_a_write_renews_is_the_one_claims_compare(store_url: str, store: SqlStore) -> None:
+    """Hot-path writes store timestamps exactly as the other statements read and compare them."""
+    short = SqlStore(store_url, lease_s=-1)  # every write leaves the lease already expired
+    try:
+        await running(store, "r1", lease_s=300)
+        await running(store, "r2", lease_s=300)
+        assert await store.claim_orphans(B, 30, 10) == []
+        await checkpoint(short, "r1")
+        await short.record_tool_results("r2", A, [common_pb2.ToolResult(tool_call_id="c1")])
+        assert sorted(await store.claim_orphans(B, 30, 10)) == ["r1", "r2"]
+        await checkpoint(store, "r1", owner=B)  # and renewing it takes it off the market
+        await store.release(A)
+        assert await store.claim_orphans(A, 30, 10) == []
+    finally:
+        await short.close()
+
+
+async def test_a_cancelled_write_leaves_the_store_consistent(store: SqlStore) -> None:
+    """Cancelled at any point, a write lands whole or not at all, and the store stays usable."""
+    await running(store, "r1", "t1")
+    for i in range(40):
+        task = asyncio.ensure_future(checkpoint(store, "r1", n_messages=2, events=[event("r1", i + 1)]))
+        for _ in range(i % 8):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    run = await checkpoint(store, "r1", n_messages=2)
+    thread = await store.get_thread("t1")
+    assert thread is not None
+    cps = await store.list_checkpoints("t1", "r1", 0, 100)
+    assert [cp.index for cp in cps] == list(range(1, run.checkpoint_count + 1))
+    assert thread.message_count == len(await store.thread_messages("t1")) == 2 * run.checkpoint_count
+    assert len(await store.events("r1", 0)) == run.checkpoint_count - 1
+
+
 # --- tool results and events -------------------------------------------------
 
 
@@ -419,6 +595,87 @@ async def test_concurrent_duplicate_tool_results_store_one(store: SqlStore, stor
         )
     )
     assert list(await store.tool_results("r1")) == ["same"]
+
+
+async def test_record_tool_results_stores_a_batch_in_order(store: SqlStore) -> None:
+    before = await running(store, "r1", lease_s=1)
+    batch = [common_pb2.ToolResult(tool_call_id=f"call-{c}", name="calc", content=c) for c in "cab"]
+    await store.record_tool_results("r1", A, batch)
+    await store.record_tool_results("r1", A, [common_pb2.ToolResult(tool_call_id="call-d", content="d")])
+    results = await store.tool_results("r1")
+    assert list(results) == ["call-c", "call-a", "call-b", "call-d"]
+    assert [r.content for r in results.values()] == ["c", "a", "b", "d"]
+    assert results["call-a"] == batch[1]
+    run = await store.get_run("r1")
+    assert run is not None
+    assert run.lease_expires_at is not None
+    assert before.lease_expires_at is not None
+    assert run.lease_expires_at > before.lease_expires_at + timedelta(seconds=20)  # renewed to lease_s
+
+
+async def test_record_tool_results_first_write_wins_per_call_id(store: SqlStore) -> None:
+    await running(store, "r1")
+    await store.record_tool_result("r1", A, common_pb2.ToolResult(tool_call_id="x", content="first x"))
+    await store.record_tool_results(
+        "r1",
+        A,
+        [
+            common_pb2.ToolResult(tool_call_id="y", content="first y"),
+            common_pb2.ToolResult(tool_call_id="x", content="second x", is_error=True),
+            common_pb2.ToolResult(tool_call_id="y", content="second y"),  # repeated within the batch
+            common_pb2.ToolResult(tool_call_id="z", content="first z"),
+        ],
+    )
+    await store.record_tool_results("r1", A, [common_pb2.ToolResult(tool_call_id="z", content="third z")])
+    results = await store.tool_results("r1")
+    assert {k: (v.content, v.is_error) for k, v in results.items()} == {
+        "x": ("first x", False),
+        "y": ("first y", False),
+        "z": ("first z", False),
+    }
+    assert list(results) == ["x", "y", "z"]
+
+
+async def test_record_tool_results_by_a_non_owner_raises_lease_lost_and_writes_nothing(
+    store: SqlStore, store_b: SqlStore
+) -> None:
+    await running(store, "r1", lease_s=-1)
+    assert await store_b.claim_run("r1", B, 30)
+    before = await store.get_run("r1")
+    batch = [common_pb2.ToolResult(tool_call_id="a"), common_pb2.ToolResult(tool_call_id="b")]
+    with pytest.raises(LeaseLost):
+        await store.record_tool_results("r1", A, batch)
+    with pytest.raises(LeaseLost):
+        await store.record_tool_results("unknown-run", A, batch)
+    assert await store.tool_results("r1") == {}
+    assert await store.get_run("r1") == before  # the lease was not touched either
+    await store_b.record_tool_results("r1", B, batch)
+    await checkpoint(store_b, "r1", owner=B, status=RunStatus.COMPLETED)
+    with pytest.raises(LeaseLost):
+        await store_b.record_tool_results("r1", B, [common_pb2.ToolResult(tool_call_id="c")])
+    assert list(await store.tool_results("r1")) == ["a", "b"]
+
+
+async def test_record_tool_results_of_nothing_is_a_no_op(store: SqlStore) -> None:
+    before = await running(store, "r1")
+    await store.record_tool_results("r1", A, [])
+    await store.record_tool_results("r1", B, [])  # not even the owner check: nothing to protect
+    assert await store.get_run("r1") == before
+    assert await store.tool_results("r1") == {}
+
+
+async def test_concurrent_batches_from_two_gateways_store_each_call_once(
+    store: SqlStore, store_b: SqlStore
+) -> None:
+    await running(store, "r1")
+
+    def batch(i: int) -> list[common_pb2.ToolResult]:
+        return [common_pb2.ToolResult(tool_call_id=f"c{(i + j) % 5}", content=str(i)) for j in range(3)]
+
+    await asyncio.gather(
+        *((store if i % 2 else store_b).record_tool_results("r1", A, batch(i)) for i in range(10))
+    )
+    assert sorted(await store.tool_results("r1")) == [f"c{k}" for k in range(5)]
 
 
 async def test_events_page_after_a_sequence_and_append_outside_checkpoints(store: SqlStore) -> None:

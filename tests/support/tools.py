@@ -20,6 +20,9 @@ class Probe:
     cancelled: int = 0
     started: Counter[str] = field(default_factory=Counter)
     finished: Counter[str] = field(default_factory=Counter)
+    active: int = 0
+    max_active: int = 0
+    order: list[str] = field(default_factory=list)
 
 
 def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, Probe]:
@@ -88,6 +91,27 @@ def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, P
         probe.finished[key] += 1
         return f"counted {key}"
 
-    for fn in (meet, sleep_for, explode, add, count_once):
+    @tool
+    async def track(label: str) -> str:
+        """Record how many calls overlap and in which order they start.
+
+        Args:
+            label: a name for the call.
+        """
+        probe.order.append(label)
+        probe.active += 1
+        probe.max_active = max(probe.max_active, probe.active)
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            probe.active -= 1
+        return f"tracked {label}"
+
+    @tool
+    def leak() -> str:
+        """Return a configuration blob that contains secrets."""
+        return 'config: api_key="sk-live-0123456789abcdefghij" region=eu'
+
+    for fn in (meet, sleep_for, explode, add, count_once, track, leak):
         registry.register(fn)
     return registry, probe

@@ -199,7 +199,7 @@ def test_missing_database_without_source_is_an_error(tmp_path: Path) -> None:
 
 async def test_tools_through_the_executor(tmp_path: Path) -> None:
     registry = ToolRegistry(sql_tools(tmp_path / "shop.db", row_limit=2))
-    assert registry.names() == ("sql_describe_table", "sql_list_tables", "sql_query")
+    assert registry.names() == ("sql_describe_table", "sql_list_tables", "sql_query", "sql_validate")
     ordered_ids = "SELECT id FROM orders ORDER BY id"
     calls = [
         common_pb2.ToolCall(id="1", name="sql_list_tables"),
@@ -218,3 +218,86 @@ async def test_tools_through_the_executor(tmp_path: Path) -> None:
     assert results["4"].is_error
     assert results["4"].error_kind == common_pb2.TOOL_ERROR_KIND_EXCEPTION
     assert results["4"].content.startswith("ValueError: the database is read-only")
+
+
+def test_validate_accepts_a_select_and_names_its_columns(db: ReadOnlyDatabase) -> None:
+    assert db.validate("SELECT id, name FROM customers") == {"valid": True, "columns": ["id", "name"]}
+    joined = (
+        "SELECT c.id, o.id, count(*) AS n FROM customers c JOIN orders o ON o.customer_id = c.id "
+        "GROUP BY c.id, o.id;"
+    )
+    # Repeated names come back as sql_query returns them (SQLite's subqueries would say "id:1").
+    assert db.validate(joined) == {"valid": True, "columns": ["id", "id", "n"]}
+    assert db.validate("WITH x AS (SELECT 1 AS a) SELECT a FROM x")["columns"] == ["a"]
+
+
+def test_validate_does_not_run_the_query(db: ReadOnlyDatabase) -> None:
+    # query() stops this after 0.3 s; validating it only compiles and plans it.
+    endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) AS c FROM n"
+    assert db.validate(endless) == {"valid": True, "columns": ["c"]}
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("SELECT nope FROM customers", "SQL error: no such column: nope"),
+        ("SELECT * FROM users", "no such table: users; call sql_list_tables"),
+        ("SELEC id FROM customers", 'SQL error: near "SELEC": syntax error'),
+        ("DELETE FROM orders", "the database is read-only"),
+        ("INSERT INTO customers (id, name) VALUES (99, 'x')", "the database is read-only"),
+        ("WITH gone AS (SELECT 1) DELETE FROM orders", "the database is read-only"),
+        ("DROP TABLE orders", "the database is read-only"),
+        ("SELECT 1; DROP TABLE orders", "only one SQL statement per query is allowed"),
+        ("   ", "query is empty"),
+    ],
+)
+def test_validate_reports_invalid_queries(db: ReadOnlyDatabase, query: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        db.validate(query)
+    assert db.describe_table("orders")["row_count"] == 30
+
+
+def test_validate_without_wrappable_columns(db: ReadOnlyDatabase) -> None:
+    assert db.validate("PRAGMA table_info(orders)") == {"valid": True, "columns": None}
+
+
+def test_sql_tools_publish_the_text_to_sql_flow(tmp_path: Path) -> None:
+    registry = ToolRegistry(sql_tools(tmp_path / "shop.db", row_limit=2))
+
+    def rules(name: str) -> dict[str, str]:
+        spec = registry.specs([name])[0]
+        return {rule.on: rule.next_step for rule in spec.next_steps}
+
+    assert rules("sql_describe_table") == {"success": "write_sql"}
+    assert rules("sql_validate") == {"success": "run_sql", "error": "analyze_validation_error"}
+    assert rules("sql_query") == {"success": "summarize_final_answer", "error": "analyze_error"}
+    assert rules("sql_list_tables") == {}
+    validate_hints = {rule.on: rule.hint for rule in registry.specs(["sql_validate"])[0].next_steps}
+    assert "sql_query" in validate_hints["success"]
+    assert "sql_validate" in validate_hints["error"]
+    assert not any(spec.requires_approval or spec.injected_parameters for spec in registry.specs())
+
+
+async def test_sql_validate_through_the_executor(tmp_path: Path) -> None:
+    registry = ToolRegistry(sql_tools(tmp_path / "shop.db", row_limit=2))
+    calls = [
+        common_pb2.ToolCall(
+            id="ok", name="sql_validate", arguments_json='{"query": "SELECT name FROM products"}'
+        ),
+        common_pb2.ToolCall(
+            id="bad", name="sql_validate", arguments_json='{"query": "SELECT nme FROM products"}'
+        ),
+        common_pb2.ToolCall(
+            id="write", name="sql_validate", arguments_json='{"query": "DELETE FROM orders"}'
+        ),
+    ]
+    results = {
+        event.tool_call_id: event
+        async for event in execute(registry, calls, timeout_s=10, max_concurrency=4)
+        if isinstance(event, common_pb2.ToolResult)
+    }
+    assert json.loads(results["ok"].content) == {"valid": True, "columns": ["name"]}
+    assert not results["ok"].is_error
+    assert results["bad"].error_kind == common_pb2.TOOL_ERROR_KIND_EXCEPTION
+    assert results["bad"].content == "ValueError: SQL error: no such column: nme"
+    assert results["write"].content.startswith("ValueError: the database is read-only")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentloop.v1 import common_pb2
-from tool_svc import Tool, ToolContext, ToolRegistry, tool
+from tool_svc import NextStep, Tool, ToolContext, ToolRegistry, tool
 from tool_svc.loader import ToolModuleError, load_modules
 from tool_svc.registry import ArgumentError, tool_options
 
@@ -131,6 +131,89 @@ def test_specs_are_sorted_and_filtered() -> None:
     spec = registry.specs(["area"])[0]
     assert spec.description == "Compute an area."
     assert json.loads(spec.parameters_json_schema) == Tool(area).parameters
+
+
+CHECK_OK = NextStep(on="success", next_step="run_sql", hint="The query is valid: run it with sql_query.")
+CHECK_FAILED = NextStep(
+    on="error", next_step="fix_sql", hint="Read the error, fix the query and check it again."
+)
+
+
+@tool(next_steps=[CHECK_OK, CHECK_FAILED], requires_approval=True)
+def check(query: str) -> str:
+    """Check a query."""
+    return query
+
+
+def test_next_steps_and_approval_are_published_in_the_spec() -> None:
+    spec = Tool(check).spec()
+    assert [(rule.on, rule.next_step, rule.hint) for rule in spec.next_steps] == [
+        ("success", "run_sql", "The query is valid: run it with sql_query."),
+        ("error", "fix_sql", "Read the error, fix the query and check it again."),
+    ]
+    assert spec.requires_approval
+    assert list(spec.injected_parameters) == []
+    assert Tool(check).next_steps == (CHECK_OK, CHECK_FAILED)
+
+
+def test_tools_have_no_rules_and_need_no_approval_by_default() -> None:
+    spec = Tool(area).spec()
+    assert list(spec.next_steps) == []
+    assert not spec.requires_approval
+
+
+def test_tool_arguments_override_the_decorator_options() -> None:
+    built = Tool(check, next_steps=[], requires_approval=False)
+    assert built.next_steps == ()
+    assert not built.requires_approval
+    assert Tool(area, next_steps=(CHECK_OK,), requires_approval=True).spec().requires_approval
+
+
+def test_next_step_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        CHECK_OK.on = "error"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"on": "done"}, "NextStep.on must be 'success' or 'error', got 'done'"),
+        ({"on": "Success"}, "NextStep.on must be 'success' or 'error'"),
+        ({"next_step": ""}, "NextStep.next_step must match"),
+        ({"next_step": "run sql"}, "NextStep.next_step must match"),
+        ({"hint": "  "}, "NextStep.hint must be a non-empty string"),
+        ({"hint": "x" * 1001}, "the limit is 1000"),
+    ],
+)
+def test_bad_next_steps_are_rejected(fields: dict[str, str], message: str) -> None:
+    values = {"on": "success", "next_step": "run_sql", "hint": "Run it.", **fields}
+    with pytest.raises(ValueError, match=message):
+        NextStep(**values)  # type: ignore[arg-type]
+
+
+def test_bad_next_steps_are_rejected_at_registration() -> None:
+    # A rule that slipped past NextStep's own check (here: mutated) still fails registration.
+    sneaky = NextStep(on="success", next_step="run_sql", hint="Run it.")
+    object.__setattr__(sneaky, "on", "always")
+
+    def fn() -> str:
+        """No-op."""
+        return ""
+
+    with pytest.raises(
+        ValueError, match=r"tool 'fn': NextStep\.on must be 'success' or 'error', got 'always'"
+    ):
+        Tool(fn, next_steps=[sneaky])
+    with pytest.raises(ValueError, match=r"NextStep\.on must be 'success' or 'error'"):
+        tool(next_steps=[sneaky])
+    with pytest.raises(ValueError, match="more than one rule for on='success'"):
+        tool(next_steps=[CHECK_OK, CHECK_OK])
+    with pytest.raises(TypeError, match="must contain NextStep instances, got dict"):
+        tool(next_steps=[{"on": "success", "next_step": "x", "hint": "y"}])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="next_steps must be a list of NextStep"):
+        tool(next_steps=CHECK_OK)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="requires_approval must be a bool"):
+        tool(requires_approval="yes")  # type: ignore[call-overload]
 
 
 def test_empty_arguments_mean_an_empty_object() -> None:
@@ -252,8 +335,8 @@ def write_module(directory: Path, name: str, source: str) -> None:
 def test_load_module_registers_decorated_functions_in_definition_order() -> None:
     registry = ToolRegistry()
     load_modules(registry, ["tests.fixtures.custom_tools"])
-    assert list(registry.names()) == ["shout", "word_count"]
-    assert [spec.name for spec in registry.specs()] == ["shout", "word_count"]
+    assert list(registry.names()) == ["file_note", "shout", "word_count"]
+    assert [spec.name for spec in registry.specs()] == ["file_note", "shout", "word_count"]
     assert "helper" not in registry
     shout = registry.get("shout")
     assert shout is not None

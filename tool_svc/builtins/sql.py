@@ -7,11 +7,16 @@ authorizer refuses every action except reading (no INSERT/UPDATE/DELETE, DDL,
 ATTACH, transactions or PRAGMA writes, however the statement is dressed up).
 A progress handler stops queries that run too long, and a length limit caps
 any single value, so a query cannot pin a CPU or build a huge string either.
+
+The tools carry flow-guidance rules (next steps) for the text-to-SQL loop:
+describe a table, write a SELECT, check it with sql_validate (which compiles
+it without running it), run it with sql_query, then answer from the rows.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import tempfile
 import threading
@@ -21,7 +26,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tool_svc.registry import Tool, tool
+from tool_svc.registry import NextStep, Tool, tool
 
 T = TypeVar("T")
 
@@ -39,6 +44,41 @@ _READ_PRAGMAS = frozenset(
 )
 _DENIED_FUNCTIONS = frozenset({"load_extension"})
 _READ_ONLY_HINT = "the database is read-only: only SELECT queries (WITH ... SELECT included) are allowed"
+_DEDUPED_NAME = re.compile(r"^(.*):\d+$", re.DOTALL)
+"""SQLite renames a repeated column of a subquery "name:N"; see ReadOnlyDatabase.validate."""
+
+DESCRIBE_NEXT_STEPS = (
+    NextStep(
+        on="success",
+        next_step="write_sql",
+        hint="Write a SELECT over these columns and check it with sql_validate before running it.",
+    ),
+)
+VALIDATE_NEXT_STEPS = (
+    NextStep(
+        on="success",
+        next_step="run_sql",
+        hint="The query is valid: run it with sql_query and answer from the rows.",
+    ),
+    NextStep(
+        on="error",
+        next_step="analyze_validation_error",
+        hint="The query is not valid: read the error, fix the query, and check it again with sql_validate.",
+    ),
+)
+QUERY_NEXT_STEPS = (
+    NextStep(
+        on="success",
+        next_step="summarize_final_answer",
+        hint="Answer the user's question from these rows; no more tools are needed.",
+    ),
+    NextStep(
+        on="error",
+        next_step="analyze_error",
+        hint="The query failed: read the error, fix the query (sql_describe_table shows the columns), "
+        "and check it with sql_validate before running it again.",
+    ),
+)
 
 
 def default_database_path() -> Path:
@@ -55,6 +95,13 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
     if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
         return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
+
+
+def _check_sql(sql: str) -> None:
+    if not sql.strip():
+        raise ValueError("query is empty")
+    if len(sql) > MAX_SQL_CHARS:
+        raise ValueError(f"query is {len(sql)} characters long; the limit is {MAX_SQL_CHARS}")
 
 
 def _quote(identifier: str) -> str:
@@ -118,14 +165,48 @@ class ReadOnlyDatabase:
 
         return self._run(describe)
 
+    def validate(self, sql: str) -> dict[str, Any]:
+        """Check one read-only statement without running it: {"valid": True, "columns": [...]}.
+
+        The statement is compiled under the same read-only connection and
+        authorizer as query() (so writes, bad names and syntax errors raise
+        ValueError exactly as they would there) but never executed:
+        ``EXPLAIN QUERY PLAN`` only plans it. Its result columns come from
+        compiling ``SELECT * FROM (<sql>) LIMIT 0``, which SQLite stops before
+        reading a row; "columns" is None when the statement cannot be wrapped
+        that way (a PRAGMA, for example).
+        """
+        _check_sql(sql)
+
+        def check(conn: sqlite3.Connection) -> dict[str, Any]:
+            conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+            return {"valid": True, "columns": self._columns(conn, sql)}
+
+        return self._run(check)
+
+    @staticmethod
+    def _columns(conn: sqlite3.Connection, sql: str) -> list[str] | None:
+        body = sql.rstrip()
+        for candidate in dict.fromkeys((body, body.rstrip(";").rstrip())):
+            try:
+                cursor = conn.execute(f"SELECT * FROM (\n{candidate}\n) LIMIT 0")
+            except sqlite3.Error:
+                continue
+            names: list[str] = []
+            for name, *_rest in cursor.description or ():
+                # Undo SQLite's renaming of repeated names ("id", "id:1") so the columns
+                # read as sql_query will return them.
+                match = _DEDUPED_NAME.match(name)
+                seen = {known.lower() for known in names}
+                names.append(match.group(1) if match and match.group(1).lower() in seen else name)
+            return names
+        return None
+
     def query(self, sql: str, limit: int) -> dict[str, Any]:
         """Rows of one read-only statement, at most min(limit, row_limit) of them."""
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        if not sql.strip():
-            raise ValueError("query is empty")
-        if len(sql) > MAX_SQL_CHARS:
-            raise ValueError(f"query is {len(sql)} characters long; the limit is {MAX_SQL_CHARS}")
+        _check_sql(sql)
         cap = min(limit, self.row_limit)
 
         def run(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -233,7 +314,7 @@ class ReadOnlyDatabase:
 
 
 def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
-    """The three SQL tools over ``database`` (the sample shop, built on first use, when empty)."""
+    """The four SQL tools over ``database`` (the sample shop, built on first use, when empty)."""
     db = ReadOnlyDatabase(Path(database) if database else default_database_path(), row_limit)
 
     @tool
@@ -241,7 +322,7 @@ def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
         """List the tables of the SQL database (a small shop: customers, products, orders...); start here."""
         return db.list_tables()
 
-    @tool
+    @tool(next_steps=DESCRIBE_NEXT_STEPS)
     def sql_describe_table(table: str) -> dict[str, Any]:
         """Show a table's columns, types, foreign keys and row count; use it before writing a query.
 
@@ -250,7 +331,20 @@ def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
         """
         return db.describe_table(table)
 
-    @tool
+    @tool(next_steps=VALIDATE_NEXT_STEPS)
+    def sql_validate(query: str) -> dict[str, Any]:
+        """Check a SQL query (SQLite dialect) without running it; do this before sql_query.
+
+        Returns {"valid": true, "columns": [...]} with the result's column names,
+        or fails with the database's error (unknown table or column, syntax error,
+        not a read-only SELECT).
+
+        Args:
+            query: A single SELECT statement.
+        """
+        return db.validate(query)
+
+    @tool(next_steps=QUERY_NEXT_STEPS)
     def sql_query(query: str, limit: int = 50) -> dict[str, Any]:
         """Run one read-only SQL query (SQLite dialect) and get {"columns", "rows", "truncated"}.
 
@@ -263,4 +357,4 @@ def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
         """
         return db.query(query, limit)
 
-    return [Tool(fn) for fn in (sql_list_tables, sql_describe_table, sql_query)]
+    return [Tool(fn) for fn in (sql_list_tables, sql_describe_table, sql_validate, sql_query)]

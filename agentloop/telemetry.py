@@ -1,0 +1,414 @@
+"""Traces and metrics of one agentloop process, behind one `Telemetry` object passed explicitly.
+
+Each service's `serve()` builds its Telemetry from the standard OpenTelemetry
+variables (`Telemetry.from_env`), hands it to the server and the code that
+makes spans, and shuts it down (flushing what is buffered) when it stops.
+Nothing is installed globally: the providers live in the object, and only the
+W3C context propagator is OpenTelemetry's own (OTEL_PROPAGATORS, default
+``tracecontext,baggage``). `Telemetry.noop()` is what code gets when nobody
+passed one (unit tests, embedded use): spans and metrics then cost next to
+nothing and go nowhere.
+
+One run is one trace across the three processes: the gateway's channels carry
+the current context in gRPC metadata (`TraceContextClientInterceptor`) and
+every server continues it in a SERVER span per RPC (`ServerTracingInterceptor`,
+added by `agentloop.serving.build_server`). See docs/observability.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from importlib import metadata as package_metadata
+from typing import Any
+
+import grpc
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from agentloop.settings import TelemetrySettings
+
+log = logging.getLogger(__name__)
+
+SCOPE = "agentloop"
+
+# Status codes that make a SERVER span an error (OpenTelemetry's gRPC conventions);
+# the others (INVALID_ARGUMENT, NOT_FOUND, ...) are the caller's business.
+_SERVER_ERRORS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+
+
+def _version() -> str:
+    try:
+        return package_metadata.version("agentloop")
+    except package_metadata.PackageNotFoundError:
+        return "0"
+
+
+class Telemetry:
+    """The tracer, the meter and the instruments of one process."""
+
+    def __init__(
+        self,
+        service_name: str = SCOPE,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        on_shutdown: Sequence[Callable[[], None]] = (),
+    ) -> None:
+        self.service_name = service_name
+        self.tracer_provider = tracer_provider or trace.NoOpTracerProvider()
+        self.meter_provider = meter_provider or metrics.NoOpMeterProvider()
+        self.tracer = self.tracer_provider.get_tracer(SCOPE, _version())
+        self.metrics_port: int | None = None
+        """Port of the Prometheus scrape endpoint, when there is one."""
+        meter = self.meter_provider.get_meter(SCOPE, _version())
+        self.runs = meter.create_counter(
+            "agentloop.runs", unit="{run}", description="Runs that ended in this gateway, by final status"
+        )
+        self.runs_active = meter.create_up_down_counter(
+            "agentloop.runs.active", unit="{run}", description="Runs executing in this gateway"
+        )
+        self.step_duration = meter.create_histogram(
+            "agentloop.step.duration", unit="ms", description="Duration of one node of the loop, by node"
+        )
+        self.tokens = meter.create_counter(
+            "agentloop.tokens", unit="{token}", description="Model tokens, by kind (input/output) and model"
+        )
+        self.tool_errors = meter.create_counter(
+            "agentloop.tool.errors", unit="{error}", description="Tool calls that ended in an error result"
+        )
+        self._on_shutdown = list(on_shutdown)
+        self._closed = False
+
+    # --- construction -------------------------------------------------------------
+    @classmethod
+    def noop(cls) -> Telemetry:
+        """Spans and metrics that go nowhere: the default wherever none was passed."""
+        return cls()
+
+    @classmethod
+    def from_env(cls, default_service_name: str) -> Telemetry:
+        """From OTEL_SERVICE_NAME, OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER, OTEL_EXPORTER_OTLP_*."""
+        return cls.from_settings(TelemetrySettings.from_env(default_service_name))
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: TelemetrySettings,
+        *,
+        span_processors: Sequence[SpanProcessor] = (),
+        metric_readers: Sequence[MetricReader] = (),
+    ) -> Telemetry:
+        """Real providers with the configured exporters (plus any processors/readers given, for tests).
+
+        The tracer provider is a real one even without an exporter, so trace ids
+        reach the logs and the services downstream.
+        """
+        resource = Resource.create({"service.name": settings.service_name, "service.version": _version()})
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        for exporter in _span_exporters(settings):
+            tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
+        for processor in span_processors:
+            tracer_provider.add_span_processor(processor)
+        readers = [*_metric_readers(settings), *metric_readers]
+        on_shutdown: list[Callable[[], None]] = []
+        scrape_port: int | None = None
+        if "prometheus" in settings.metrics_exporters:
+            reader, scrape_port, stop = _prometheus(settings)
+            if reader is not None:
+                readers.append(reader)
+                on_shutdown.append(stop)
+        meter_provider = (
+            MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
+            if readers
+            else None
+        )
+        telemetry = cls(settings.service_name, tracer_provider, meter_provider, on_shutdown)
+        telemetry.metrics_port = scrape_port
+        return telemetry
+
+    # --- spans ------------------------------------------------------------------
+    def span(
+        self,
+        name: str,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        context: Any = None,
+        record_exception: bool = True,
+    ) -> contextlib.AbstractContextManager[trace.Span]:
+        """A span that is the current one inside the ``with`` block (an exception marks it ERROR)."""
+        return self.tracer.start_as_current_span(
+            name,
+            context=context,
+            kind=kind,
+            attributes=attributes,
+            record_exception=record_exception,
+            set_status_on_exception=record_exception,
+        )
+
+    @contextlib.contextmanager
+    def node(self, node: str, run_id: str, step: int) -> Iterator[trace.Span]:
+        """The span of one node of the loop ("node agent"), timed into agentloop.step.duration."""
+        started = time.perf_counter()
+        attributes: dict[str, AttributeValue] = {
+            "agentloop.node": node,
+            "agentloop.run_id": run_id,
+            "agentloop.step": step,
+        }
+        try:
+            with self.span(f"node {node}", attributes=attributes) as span:
+                yield span
+        finally:
+            self.step_duration.record((time.perf_counter() - started) * 1000.0, {"node": node})
+
+    # --- lifecycle --------------------------------------------------------------
+    def force_flush(self, timeout_ms: int = 10_000) -> None:
+        """Export what is buffered now."""
+        for provider in (self.tracer_provider, self.meter_provider):
+            flush = getattr(provider, "force_flush", None)
+            if flush is not None:
+                flush(timeout_ms)
+
+    def shutdown(self) -> None:
+        """Flush and close exporters and the scrape endpoint; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        for provider in (self.tracer_provider, self.meter_provider):
+            stop = getattr(provider, "shutdown", None)
+            if stop is None:
+                continue
+            try:
+                stop()
+            except Exception:
+                log.warning("telemetry shutdown failed", exc_info=True)
+        for close in self._on_shutdown:
+            try:
+                close()
+            except Exception:
+                log.warning("telemetry shutdown failed", exc_info=True)
+
+    async def aclose(self) -> None:
+        """`shutdown` off the event loop (exporting may block on the network)."""
+        await asyncio.to_thread(self.shutdown)
+
+
+def _span_exporters(settings: TelemetrySettings) -> list[SpanExporter]:
+    exporters: list[SpanExporter] = []
+    for name in settings.traces_exporters:
+        if name == "otlp":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            exporters.append(OTLPSpanExporter(endpoint=settings.otlp_traces_endpoint or None))
+        elif name == "console":
+            # stderr: stdout carries the "listening on port N" line that launchers read.
+            exporters.append(ConsoleSpanExporter(out=sys.stderr))
+    return exporters
+
+
+def _metric_readers(settings: TelemetrySettings) -> list[MetricReader]:
+    readers: list[MetricReader] = []
+    for name in settings.metrics_exporters:
+        if name == "otlp":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+
+            exporter = OTLPMetricExporter(endpoint=settings.otlp_metrics_endpoint or None)
+            readers.append(PeriodicExportingMetricReader(exporter))
+        elif name == "console":
+            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
+    return readers
+
+
+def _prometheus(settings: TelemetrySettings) -> tuple[MetricReader | None, int | None, Callable[[], None]]:
+    """A reader on a registry of our own, served at http://host:AGENTLOOP_METRICS_PORT/metrics."""
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    registry = CollectorRegistry(auto_describe=True)
+    try:
+        server, thread = start_http_server(settings.metrics_port, settings.metrics_host, registry=registry)
+    except OSError as exc:
+        # Metrics are not worth refusing to serve for: say so and go on without them.
+        log.warning(
+            "metrics endpoint %s:%d unavailable (%s); serving without it",
+            settings.metrics_host,
+            settings.metrics_port,
+            exc,
+        )
+        return None, None, lambda: None
+    port = int(server.server_port)
+    log.info("metrics at http://%s:%d/metrics", settings.metrics_host, port)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+    return PrometheusMetricReader(registry=registry), port, stop
+
+
+# --- gRPC: context in metadata, a SERVER span per RPC ---------------------------------
+
+
+def _with_trace_context(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    if not carrier:
+        return details
+    outgoing = grpc.aio.Metadata(*(details.metadata or ()))
+    for key, value in carrier.items():
+        outgoing.add(key, value)
+    return details._replace(metadata=outgoing)
+
+
+class _UnaryUnaryTraceContext(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_unary(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(_with_trace_context(client_call_details), request)
+
+
+class _UnaryStreamTraceContext(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_stream(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(_with_trace_context(client_call_details), request)
+
+
+def trace_context_interceptors() -> list[Any]:
+    """Client interceptors that put the current trace context (W3C traceparent) into each call's metadata.
+
+    For a channel's ``interceptors``: unary-unary and unary-stream calls (a
+    channel files each interceptor under one kind only, hence two). The
+    interceptor runs in a task created when the call is made, which starts with
+    a copy of the caller's context: the span current at the call site becomes
+    the parent of the callee's SERVER span.
+    """
+    return [_UnaryUnaryTraceContext(), _UnaryStreamTraceContext()]
+
+
+class ServerTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """A SERVER span per RPC ("agentloop.v1.Reasoner/Step"), continuing the caller's trace.
+
+    Health checks and reflection are not traced. Put it first among the
+    interceptors so it sees the status the error interceptor sets.
+    """
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self._telemetry = telemetry
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method or ""
+        if handler is None or method.startswith("/grpc."):
+            return handler
+        name = method.lstrip("/")
+        service, _, rpc = name.partition("/")
+        attributes: dict[str, AttributeValue] = {
+            "rpc.system": "grpc",
+            "rpc.service": service,
+            "rpc.method": rpc,
+        }
+        metadata = handler_call_details.invocation_metadata or ()
+        carrier = {key: value for key, value in metadata if isinstance(value, str)}
+
+        def server_span() -> contextlib.AbstractContextManager[trace.Span]:
+            return self._telemetry.span(
+                name,
+                kind=SpanKind.SERVER,
+                attributes=attributes,
+                context=propagate.extract(carrier),
+                record_exception=False,
+            )
+
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with server_span() as span:
+                    try:
+                        response = await unary(request, context)
+                    except BaseException as exc:
+                        _record_status(span, context, exc)
+                        raise
+                    _record_status(span, context, None)
+                    return response
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_wrapper,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                with server_span() as span:
+                    try:
+                        async for item in stream(request, context):
+                            yield item
+                    except BaseException as exc:
+                        _record_status(span, context, exc)
+                        raise
+                    _record_status(span, context, None)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream_wrapper,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+def _record_status(span: trace.Span, context: grpc.aio.ServicerContext, exc: BaseException | None) -> None:
+    """rpc.grpc.status_code, and ERROR for the codes that are the server's fault."""
+    code: grpc.StatusCode | None
+    if isinstance(exc, asyncio.CancelledError):
+        code = grpc.StatusCode.CANCELLED
+    elif exc is None or isinstance(exc, grpc.aio.AbortError):
+        code = context.code() or grpc.StatusCode.OK
+    else:
+        code = grpc.StatusCode.UNKNOWN
+        span.record_exception(exc)
+    if isinstance(code, int):  # some grpc versions report the raw integer
+        code = next((c for c in grpc.StatusCode if c.value[0] == code), grpc.StatusCode.UNKNOWN)
+    span.set_attribute("rpc.grpc.status_code", code.value[0])
+    if code in _SERVER_ERRORS:
+        details = context.details() if exc is None or isinstance(exc, grpc.aio.AbortError) else str(exc)
+        if isinstance(details, bytes):
+            details = details.decode("utf-8", "replace")
+        span.set_status(Status(StatusCode.ERROR, f"{code.name}: {details or ''}".strip()))
+        span.set_attribute("error.type", code.name)
