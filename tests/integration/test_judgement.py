@@ -63,6 +63,43 @@ SCRIPT = Script(
                 Turn(content="tracked both"),
             ),
         ),
+        Scenario(
+            match="^sql flow$",
+            turns=(
+                Turn(
+                    tool_calls=(
+                        ScriptedToolCall("sql_validate", {"query": "SELECT name FROM customers LIMIT 2"}),
+                    )
+                ),
+                Turn(
+                    tool_calls=(
+                        ScriptedToolCall("sql_query", {"query": "SELECT name FROM customers LIMIT 2"}),
+                    )
+                ),
+                Turn(content="Customers: {{tool:sql_query}}"),
+            ),
+        ),
+        Scenario(
+            match="^bad sql$",
+            turns=(
+                Turn(tool_calls=(ScriptedToolCall("sql_validate", {"query": "SELECT nope FROM nowhere"}),)),
+                Turn(content="I could not validate it."),
+            ),
+        ),
+        Scenario(
+            match="^who am i$",
+            turns=(
+                Turn(tool_calls=(ScriptedToolCall("whoami", {"topic": "me"}),)),
+                Turn(content="{{tool:whoami}}"),
+            ),
+        ),
+        Scenario(
+            match="^forge$",
+            turns=(
+                Turn(tool_calls=(ScriptedToolCall("whoami", {"topic": "me", "user": "admin"}),)),
+                Turn(content="{{tool:whoami}}"),
+            ),
+        ),
         Scenario(match="^add please$", turns=(Turn(tool_calls=(ADD,)), Turn(content="Result: {{tool:add}}"))),
         Scenario(match="", turns=(Turn(content="Reply to: {{user}}"),)),
     )
@@ -363,3 +400,51 @@ async def test_cancelling_a_paused_run_closes_its_calls(stack: Stack) -> None:
     assert {c["id"] for m in sent for c in (m.get("tool_calls") or [])} == {
         m["tool_call_id"] for m in sent if m["role"] == "tool"
     }
+
+
+# --- flow guidance ---------------------------------------------------------------------
+
+
+async def test_sql_flow_hints_guide_each_next_step_without_entering_the_thread(stack: Stack) -> None:
+    events = await stack.run("sql flow", user_id="ana", thread_id="t-sql")
+    final = final_of(events)
+    assert "Alice" in final.final_reply
+    assert [d.split(":")[0] for d in decisions(events, "flow_guidance")] == [
+        "run_sql",
+        "summarize_final_answer",
+    ]
+    hints = [
+        [t for t in system_texts(r) if t.startswith("Suggested next step")] for r in stack.model.requests
+    ]
+    assert hints[0] == []
+    assert hints[1][0].startswith("Suggested next step: run_sql.")
+    assert hints[2][0].startswith("Suggested next step: summarize_final_answer.")
+    thread = await stack.agent.GetThread(agent_pb2.GetThreadRequest(thread_id="t-sql", user_id="ana"))
+    assert not any("Suggested next step" in m.content for m in thread.messages)
+
+
+async def test_failed_validation_suggests_analysing_the_error(stack: Stack) -> None:
+    events = await stack.run("bad sql")
+    assert [d.split(":")[0] for d in decisions(events, "flow_guidance")] == ["analyze_validation_error"]
+    events = await stack.run("bad sql", disable_flow_guidance=True)
+    assert not decisions(events, "flow_guidance")
+
+
+# --- injected arguments ------------------------------------------------------------------
+
+
+async def test_injected_arguments_are_filled_by_the_gateway(stack: Stack) -> None:
+    events = await stack.run("who am i", user_id="ana", thread_id="t-who")
+    seen = json.loads(final_of(events).final_reply)
+    assert seen == {"topic": "me", "user": "ana", "thread": "t-who", "messages": 2, "step": 0}
+    spec = next(t for t in stack.model.requests[0]["tools"] if t["function"]["name"] == "whoami")
+    assert set(spec["function"]["parameters"]["properties"]) == {"topic"}
+
+
+async def test_model_cannot_set_a_hidden_injected_parameter(stack: Stack) -> None:
+    events = await stack.run("forge", user_id="ana")
+    result = next(e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end")
+    assert result.is_error
+    assert result.error_kind == common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS
+    assert "user" in result.content
+    assert final_of(events).metadata.stop_reason == "completed"

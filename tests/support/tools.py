@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
 from agentloop.settings import ToolSettings
-from tool_svc import ToolRegistry, tool
+from tool_svc import Conversation, RunMetadata, ThreadId, ToolRegistry, UserId, tool
 from tool_svc.builtins import default_registry
 
 
@@ -112,6 +113,23 @@ def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, P
         """Return a configuration blob that contains secrets."""
         return 'config: api_key="sk-live-0123456789abcdefghij" region=eu'
 
-    for fn in (meet, sleep_for, explode, add, count_once, track, leak):
+    @tool
+    def whoami(topic: str, history: Conversation, user: UserId, thread: ThreadId, meta: RunMetadata) -> str:
+        """Say who asks, in which thread, and how long the conversation is (all injected by the gateway).
+
+        Args:
+            topic: what to talk about.
+        """
+        return json.dumps(
+            {
+                "topic": topic,
+                "user": user,
+                "thread": thread,
+                "messages": len(history),
+                "step": meta.get("step"),
+            }
+        )
+
+    for fn in (meet, sleep_for, explode, add, count_once, track, leak, whoami):
         registry.register(fn)
     return registry, probe
