@@ -20,6 +20,7 @@ import grpc
 
 from agentloop import logs
 from agentloop.render import EventRenderer
+from agentloop.security import TlsSettings, open_channel
 from agentloop.settings import GatewaySettings, ReasonerSettings, SettingError, ToolSettings, gateway_addr
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 
@@ -82,6 +83,7 @@ async def ask(
     user_id: str = "",
     show_nodes: bool = False,
     timeout_s: float | None = None,
+    token: str = "",
 ) -> int:
     """Stream one run from the gateway at `addr` to stdout; 0 when it ended with an answer."""
     renderer = EventRenderer(show_nodes=show_nodes)
@@ -91,10 +93,12 @@ async def ask(
         user_id=user_id,
         options=agent_pb2.RunOptions(max_steps=max_steps, stream_mode=STREAM_MODES[stream_mode]),
     )
-    async with grpc.aio.insecure_channel(addr) as channel:
+    token = token or os.environ.get("AGENTLOOP_TOKEN", "")
+    metadata = (("authorization", f"Bearer {token}"),) if token else None
+    async with open_channel(addr, TlsSettings.from_env()) as channel:
         stub = agent_pb2_grpc.AgentStub(channel)
         try:
-            async for response in stub.Run(request, timeout=timeout_s):
+            async for response in stub.Run(request, timeout=timeout_s, metadata=metadata):
                 renderer.handle(response.event)
         except grpc.aio.AioRpcError as exc:
             print(f"error [{exc.code().name}]: {exc.details()}", file=sys.stderr)
@@ -106,7 +110,7 @@ async def health(addr: str, service: str, timeout_s: float) -> int:
     """0 when the server at `addr` reports SERVING for `service` ("" = the whole server)."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    async with grpc.aio.insecure_channel(addr) as channel:
+    async with open_channel(addr, TlsSettings.from_env()) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
@@ -181,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     ask_p.add_argument("--user", default="", help="user id to label the run with")
     ask_p.add_argument("--nodes", action="store_true", help="also print node_start/node_end events")
     ask_p.add_argument("--timeout", type=float, default=None, help="deadline for the whole run, seconds")
+    ask_p.add_argument("--token", default="", help="bearer token (AGENTLOOP_TOKEN)")
 
     db = sub.add_parser("db", help="database schema and retention")
     db.add_argument("action", choices=["upgrade", "current", "prune"])
@@ -226,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     user_id=args.user,
                     show_nodes=args.nodes,
                     timeout_s=args.timeout,
+                    token=args.token,
                 )
             )
         if args.command == "db":

@@ -20,6 +20,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from agentloop.errors import AgentloopError
+from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,9 @@ async def build_server(
     host: str = "127.0.0.1",
     port: int = 0,
     telemetry: Telemetry | None = None,
+    tls: TlsSettings | None = None,
+    authenticator: Authenticator | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> ServerHandle:
     """Create, register and start a server; port 0 picks a free port (what tests use).
 
@@ -120,8 +124,19 @@ async def build_server(
     caller's trace; the tracing interceptor is outermost so it sees the status
     the error interceptor sets.
     """
-    interceptors = [ServerTracingInterceptor(telemetry or Telemetry.noop()), ErrorInterceptor()]
-    server = grpc.aio.server(interceptors=interceptors, options=CHANNEL_OPTIONS)
+    interceptors: list[grpc.aio.ServerInterceptor] = [
+        ServerTracingInterceptor(telemetry or Telemetry.noop()),
+        ErrorInterceptor(),
+    ]
+    if authenticator is not None and authenticator.enabled:
+        # Inside the error interceptor, so a refused token becomes UNAUTHENTICATED like any typed error.
+        interceptors.append(AuthInterceptor(authenticator))
+    options = [
+        *CHANNEL_OPTIONS[2:],
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+    server = grpc.aio.server(interceptors=interceptors, options=options)
     register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -131,7 +146,11 @@ async def build_server(
         health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
     ]
     reflection.enable_server_reflection(names, server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    credentials = tls.server_credentials() if tls is not None else None
+    if credentials is None:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    else:
+        bound = server.add_secure_port(f"{host}:{port}", credentials)
     if bound == 0:
         raise OSError(f"could not bind {host}:{port}")
     await server.start()

@@ -145,6 +145,11 @@ class GatewaySettings:
     retention_interval_s: float = 3600.0
     hooks: tuple[str, ...] = ()
     hook_modules: tuple[str, ...] = ()
+    max_active_runs: int = 1000
+    max_tool_calls_per_step: int = 32
+    max_argument_bytes: int = 64 * 1024
+    max_run_s: float = 3600.0
+    max_message_bytes: int = 32 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -172,6 +177,13 @@ class GatewaySettings:
             retention_interval_s=_float(e, "AGENTLOOP_RETENTION_INTERVAL_S", cls.retention_interval_s, 1.0),
             hooks=_list(e, "AGENTLOOP_HOOKS"),
             hook_modules=_list(e, "AGENTLOOP_HOOK_MODULES"),
+            max_active_runs=_int(e, "AGENTLOOP_MAX_ACTIVE_RUNS", cls.max_active_runs, minimum=1),
+            max_tool_calls_per_step=_int(
+                e, "AGENTLOOP_MAX_TOOL_CALLS_PER_STEP", cls.max_tool_calls_per_step, minimum=1
+            ),
+            max_argument_bytes=_int(e, "AGENTLOOP_MAX_ARGUMENT_BYTES", cls.max_argument_bytes, minimum=2),
+            max_run_s=_float(e, "AGENTLOOP_MAX_RUN_S", cls.max_run_s, minimum=0.1),
+            max_message_bytes=_int(e, "AGENTLOOP_MAX_MESSAGE_BYTES", cls.max_message_bytes, minimum=1024),
         )
 
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 import grpc
 
 from agentloop.errors import from_rpc_error
+from agentloop.security import TlsSettings, open_channel
 from agentloop.serving import CHANNEL_OPTIONS
 from agentloop.telemetry import trace_context_interceptors
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
@@ -161,15 +162,13 @@ class ToolsClient:
 class Dependencies:
     """The gateway's channels and clients, opened once per process."""
 
-    def __init__(self, reasoner_addr: str, tools_addr: str, retry: Retry) -> None:
+    def __init__(
+        self, reasoner_addr: str, tools_addr: str, retry: Retry, tls: TlsSettings | None = None
+    ) -> None:
         # Each call carries the caller's trace context: one run is one trace across the services.
         tracing = trace_context_interceptors()
-        self._reasoner_channel = grpc.aio.insecure_channel(
-            reasoner_addr, options=CHANNEL_OPTIONS, interceptors=tracing
-        )
-        self._tools_channel = grpc.aio.insecure_channel(
-            tools_addr, options=CHANNEL_OPTIONS, interceptors=tracing
-        )
+        self._reasoner_channel = open_channel(reasoner_addr, tls, CHANNEL_OPTIONS, tracing)
+        self._tools_channel = open_channel(tools_addr, tls, CHANNEL_OPTIONS, tracing)
         self.reasoner = ReasonerClient(self._reasoner_channel, retry)
         self.tools = ToolsClient(self._tools_channel, retry)
 

@@ -484,7 +484,17 @@ async def tools(state: RunState, ctx: RunContext) -> Update:
 
     runnable: list[common_pb2.ToolCall] = []
     structured_output: str | None = None
-    for call in todo:
+    limits = state.config
+    for position, call in enumerate(todo):
+        if position >= limits.max_tool_calls_per_step:
+            limit = limits.max_tool_calls_per_step
+            message = f"Too many tool calls in one step (limit {limit}); call fewer at once."
+            await rnd.finish(_error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message))
+            continue
+        if len(call.arguments_json.encode()) > limits.max_argument_bytes:
+            message = f"The arguments are larger than {limits.max_argument_bytes} bytes; send less data."
+            await rnd.finish(_error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message))
+            continue
         decision = decisions.get(call.id)
         if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_REJECT:
             reason = decision.reason or "no reason given"

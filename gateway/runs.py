@@ -20,7 +20,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
@@ -177,6 +177,12 @@ class RunManager:
     # --- starting ----------------------------------------------------------------
     async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         """Validate, create (or continue) the thread, queue the run, start it when the thread is free."""
+        if len(self._active) >= self._settings.max_active_runs:
+            raise ResourceExhausted(
+                f"this gateway already runs {len(self._active)} runs (AGENTLOOP_MAX_ACTIVE_RUNS); retry later"
+            )
+        run_deadline = time.monotonic() + self._settings.max_run_s
+        deadline = run_deadline if deadline is None else min(deadline, run_deadline)
         config = run_config(request.options, self._settings, force_no_stream=not streaming, hooks=self.hooks)
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")

@@ -17,6 +17,7 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
+from agentloop.security import Authenticator, TlsSettings, effective_user
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
@@ -129,6 +130,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Run(
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
+        request.user_id = effective_user(request.user_id)
         active = await self.manager.begin(
             request, streaming=True, deadline=deadline_from(context.time_remaining())
         )
@@ -138,6 +140,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Invoke(
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
+        request.user_id = effective_user(request.user_id)
         active = await self.manager.begin(
             request, streaming=False, deadline=deadline_from(context.time_remaining())
         )
@@ -163,6 +166,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def GetThread(
         self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.GetThreadResponse:
+        request.user_id = effective_user(request.user_id)
         store = self.manager.store
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
         thread = await store.get_thread(request.thread_id)
@@ -193,6 +197,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ListCheckpoints(
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
+        request.user_id = effective_user(request.user_id)
         if not 0 <= request.page_size <= MAX_PAGE_SIZE:
             raise InvalidArgument(
                 "page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})"
@@ -215,6 +220,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Resume(
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
+        request.user_id = effective_user(request.user_id)
         active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
         async for event in self._stream(active, active.start_sequence, False):
             yield agent_pb2.ResumeResponse(event=event)
@@ -222,12 +228,14 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Cancel(
         self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.CancelResponse:
+        request.user_id = effective_user(request.user_id)
         status = await self.manager.cancel(request.run_id, request.user_id)
         return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
 
     async def ListMemories(
         self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListMemoriesResponse:
+        request.user_id = effective_user(request.user_id)
         memories = self.manager.memories
         if memories is None:
             raise FailedPrecondition("this gateway's store keeps no memories")
@@ -241,6 +249,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def DeleteMemory(
         self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.DeleteMemoryResponse:
+        request.user_id = effective_user(request.user_id)
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
         memories = self.manager.memories
@@ -253,6 +262,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.WatchResponse]:
+        request.user_id = effective_user(request.user_id)
         async for event in self.manager.watch(request.run_id, request.user_id, request.after_sequence):
             yield agent_pb2.WatchResponse(event=event)
 
@@ -280,9 +290,17 @@ class Gateway:
 
 
 async def create_server(
-    settings: GatewaySettings, store: Store | None = None, telemetry: Telemetry | None = None
+    settings: GatewaySettings,
+    store: Store | None = None,
+    telemetry: Telemetry | None = None,
+    tls: TlsSettings | None = None,
+    authenticator: Authenticator | None = None,
 ) -> Gateway:
-    """Start a gateway on settings.host:settings.port (0 = any free port)."""
+    """Start a gateway on settings.host:settings.port (0 = any free port).
+
+    `tls` secures both the gateway's own port and its calls to the Reasoner
+    and ToolService; `authenticator` turns on bearer-token authentication.
+    """
     if store is None:
         store = await open_store(
             settings.database_url or None,
@@ -291,7 +309,10 @@ async def create_server(
             lease_s=settings.lease_s,
         )
     deps = Dependencies(
-        settings.reasoner_addr, settings.tools_addr, Retry(settings.rpc_attempts, settings.rpc_backoff_s)
+        settings.reasoner_addr,
+        settings.tools_addr,
+        Retry(settings.rpc_attempts, settings.rpc_backoff_s),
+        tls=tls,
     )
     manager = RunManager(settings, deps, store, telemetry)
     service = AgentService(manager)
@@ -301,6 +322,9 @@ async def create_server(
         settings.host,
         settings.port,
         telemetry,
+        tls=tls,
+        authenticator=authenticator,
+        max_message_bytes=settings.max_message_bytes,
     )
     manager.start_background()
     return Gateway(handle, service, manager, deps, store)
@@ -309,7 +333,9 @@ async def create_server(
 async def serve(settings: GatewaySettings) -> None:
     """Run a gateway until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
     telemetry = Telemetry.from_env("agentloop-gateway")
-    gateway = await create_server(settings, telemetry=telemetry)
+    gateway = await create_server(
+        settings, telemetry=telemetry, tls=TlsSettings.from_env(), authenticator=Authenticator.from_env()
+    )
     log.info(
         "gateway %s uses reasoner at %s and tools at %s",
         gateway.manager.instance_id,

@@ -47,6 +47,8 @@ class RunConfig:
     hooks: tuple[Hook, ...] = ()
     memory: bool = True
     flow_guidance: bool = True
+    max_tool_calls_per_step: int = 32
+    max_argument_bytes: int = 64 * 1024
 
 
 @dataclass

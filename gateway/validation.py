@@ -103,6 +103,8 @@ def run_config(
         hooks=registry.select(options.hooks, "options.hooks"),
         memory=not options.disable_memory,
         flow_guidance=not options.disable_flow_guidance,
+        max_tool_calls_per_step=settings.max_tool_calls_per_step,
+        max_argument_bytes=settings.max_argument_bytes,
     )
 
 

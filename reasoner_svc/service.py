@@ -36,6 +36,7 @@ from agentloop.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from agentloop.security import TlsSettings
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ReasonerSettings
 from agentloop.telemetry import Telemetry
@@ -210,6 +211,7 @@ async def create_server(
     settings: ReasonerSettings,
     client: openai.AsyncOpenAI | None = None,
     telemetry: Telemetry | None = None,
+    tls: TlsSettings | None = None,
 ) -> tuple[ServerHandle, openai.AsyncOpenAI]:
     """Start a Reasoner on settings.host:settings.port (0 = any free port)."""
     client = client or make_client(settings)
@@ -220,6 +222,7 @@ async def create_server(
         settings.host,
         settings.port,
         telemetry,
+        tls=tls,
     )
     return handle, client
 
@@ -228,7 +231,7 @@ async def serve(settings: ReasonerSettings) -> None:
     """Run a Reasoner until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
     telemetry = Telemetry.from_env("agentloop-reasoner")
     try:
-        handle, client = await create_server(settings, telemetry=telemetry)
+        handle, client = await create_server(settings, telemetry=telemetry, tls=TlsSettings.from_env())
         log.info("reasoner uses model %s at %s", settings.model, settings.base_url)
         await run_until_signal(handle, "reasoner", on_stop=client.close)
     finally:

@@ -16,6 +16,7 @@ from contextlib import aclosing
 import grpc
 
 from agentloop.errors import InvalidArgument
+from agentloop.security import TlsSettings
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ToolSettings
 from agentloop.telemetry import Telemetry
@@ -119,7 +120,10 @@ def parse_injected(request: tools_pb2.ExecuteRequest) -> InjectedValues:
 
 
 async def create_server(
-    settings: ToolSettings, registry: ToolRegistry | None = None, telemetry: Telemetry | None = None
+    settings: ToolSettings,
+    registry: ToolRegistry | None = None,
+    telemetry: Telemetry | None = None,
+    tls: TlsSettings | None = None,
 ) -> ServerHandle:
     """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
 
@@ -135,6 +139,7 @@ async def create_server(
         settings.host,
         settings.port,
         telemetry,
+        tls=tls,
     )
     log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
     return handle
@@ -144,7 +149,7 @@ async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
     telemetry = Telemetry.from_env("agentloop-tools")
     try:
-        handle = await create_server(settings, telemetry=telemetry)
+        handle = await create_server(settings, telemetry=telemetry, tls=TlsSettings.from_env())
         await run_until_signal(handle, "ToolService")
     finally:
         await telemetry.aclose()

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from agentloop.scripted_model import Script, ScriptedModelServer
+from agentloop.security import Authenticator
 from agentloop.serving import ServerHandle
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
@@ -86,6 +87,7 @@ async def start_stack(
     gateway_overrides: dict[str, Any] | None = None,
     reasoner_overrides: dict[str, Any] | None = None,
     database_url: str | None = None,
+    authenticator: Authenticator | None = None,
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports (addresses can be overridden to break hops)."""
     model = ScriptedModelServer(script)
@@ -109,7 +111,7 @@ async def start_stack(
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(gateway_settings)
+    gateway = await create_gateway(gateway_settings, authenticator=authenticator)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
     return Stack(model, tools, reasoner, gateway, channel, [client.close])
 

@@ -1,0 +1,231 @@
+"""Authentication and transport security, shared by the three services and the CLI.
+
+Gateway authentication: a client sends `authorization: Bearer <token>`; the
+token maps to exactly one user, and that user is the only one whose threads,
+runs and memories the call may touch. Tokens come from a configured set
+(AGENTLOOP_AUTH_TOKENS / AGENTLOOP_AUTH_TOKENS_FILE) or a pluggable verifier
+(AGENTLOOP_AUTH_VERIFIER=module:function, called with the token and returning
+the user id or None). With none configured the gateway trusts `user_id` in
+requests (for a private network or a mesh that authenticates for it).
+
+TLS: every server can serve TLS (AGENTLOOP_TLS_CERT/KEY) and require client
+certificates (AGENTLOOP_TLS_CLIENT_CA: mutual TLS); every client (gateway →
+reasoner/tools, CLI → gateway) trusts AGENTLOOP_TLS_CA and presents
+AGENTLOOP_TLS_CLIENT_CERT/KEY when set.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import importlib
+import inspect
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from agentloop.errors import AgentloopError, PermissionDenied
+
+_AUTH_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_auth_user", default=None)
+# Health checks and reflection stay open so load balancers and grpcurl work without a token.
+_OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+class Unauthenticated(AgentloopError):
+    """No valid bearer token."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """Certificates for serving and for calling, all optional (PEM file paths)."""
+
+    cert_file: str = ""
+    key_file: str = ""
+    client_ca_file: str = ""
+    ca_file: str = ""
+    client_cert_file: str = ""
+    client_key_file: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TlsSettings:
+        e = _env(env)
+        return cls(
+            cert_file=e.get("AGENTLOOP_TLS_CERT", ""),
+            key_file=e.get("AGENTLOOP_TLS_KEY", ""),
+            client_ca_file=e.get("AGENTLOOP_TLS_CLIENT_CA", ""),
+            ca_file=e.get("AGENTLOOP_TLS_CA", ""),
+            client_cert_file=e.get("AGENTLOOP_TLS_CLIENT_CERT", ""),
+            client_key_file=e.get("AGENTLOOP_TLS_CLIENT_KEY", ""),
+        )
+
+    def server_credentials(self) -> grpc.ServerCredentials | None:
+        """TLS (or mutual TLS with a client CA) credentials, or None to serve plaintext."""
+        if not self.cert_file:
+            return None
+        pair = [(Path(self.key_file).read_bytes(), Path(self.cert_file).read_bytes())]
+        if self.client_ca_file:
+            return grpc.ssl_server_credentials(
+                pair, root_certificates=Path(self.client_ca_file).read_bytes(), require_client_auth=True
+            )
+        return grpc.ssl_server_credentials(pair)
+
+    def channel_credentials(self) -> grpc.ChannelCredentials | None:
+        """Credentials for calling a TLS server, or None for plaintext."""
+        if not self.ca_file:
+            return None
+        key = Path(self.client_key_file).read_bytes() if self.client_key_file else None
+        cert = Path(self.client_cert_file).read_bytes() if self.client_cert_file else None
+        return grpc.ssl_channel_credentials(Path(self.ca_file).read_bytes(), key, cert)
+
+
+def open_channel(
+    addr: str,
+    tls: TlsSettings | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+    interceptors: Sequence[Any] = (),
+) -> grpc.aio.Channel:
+    """A channel to another agentloop service: TLS when a CA is configured, plaintext otherwise."""
+    credentials = tls.channel_credentials() if tls is not None else None
+    if credentials is None:
+        return grpc.aio.insecure_channel(addr, options=list(options), interceptors=list(interceptors))
+    return grpc.aio.secure_channel(addr, credentials, options=list(options), interceptors=list(interceptors))
+
+
+Verifier = Callable[[str], "str | Awaitable[str | None] | None"]
+
+
+@dataclass
+class Authenticator:
+    """Maps bearer tokens to users; disabled when it has neither tokens nor a verifier."""
+
+    tokens: dict[str, str] = field(default_factory=dict)
+    verifier: Verifier | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.tokens) or self.verifier is not None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Authenticator:
+        e = _env(env)
+        tokens = _parse_tokens(e.get("AGENTLOOP_AUTH_TOKENS", ""), "AGENTLOOP_AUTH_TOKENS")
+        path = e.get("AGENTLOOP_AUTH_TOKENS_FILE", "")
+        if path:
+            tokens.update(_parse_tokens(Path(path).read_text().replace("\n", ","), path))
+        verifier: Verifier | None = None
+        spec = e.get("AGENTLOOP_AUTH_VERIFIER", "")
+        if spec:
+            module, _, name = spec.partition(":")
+            if not name:
+                raise ValueError(f"AGENTLOOP_AUTH_VERIFIER={spec!r} must be module:function")
+            verifier = getattr(importlib.import_module(module), name)
+        return cls(tokens, verifier)
+
+    async def user_for(self, token: str) -> str | None:
+        """The user a token belongs to, or None (constant-time comparison against configured tokens)."""
+        for known, user in self.tokens.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                return user
+        if self.verifier is not None:
+            result = self.verifier(token)
+            found: str | None = await result if inspect.isawaitable(result) else result
+            return found or None
+        return None
+
+
+def _parse_tokens(text: str, where: str) -> dict[str, str]:
+    tokens: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item or item.startswith("#"):
+            continue
+        token, sep, user = item.partition("=")
+        if not sep or not token.strip() or not user.strip():
+            raise ValueError(f"{where}: entries must look like token=user_id")
+        tokens[token.strip()] = user.strip()
+    return tokens
+
+
+def effective_user(requested: str) -> str:
+    """The user a request acts as: the token's user when authenticated, else the request's user_id.
+
+    An authenticated caller naming another user is refused rather than
+    silently rewritten, so a client bug cannot read someone else's data.
+    """
+    authenticated = _AUTH_USER.get()
+    if authenticated is None:
+        return requested
+    if requested and requested != authenticated:
+        raise PermissionDenied("user_id: the bearer token belongs to another user")
+    return authenticated
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Checks the bearer token of every call (but health/reflection) and binds its user to the call."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self._auth = authenticator
+
+    async def _authenticate(self, context: grpc.aio.ServicerContext) -> str:
+        header = dict(context.invocation_metadata() or ()).get("authorization", "")
+        scheme, _, token = str(header).partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise Unauthenticated("missing bearer token (metadata 'authorization: Bearer <token>')")
+        user = await self._auth.user_for(token.strip())
+        if user is None:
+            raise Unauthenticated("invalid bearer token")
+        return user
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if (
+            handler is None
+            or not self._auth.enabled
+            or handler_call_details.method.startswith(_OPEN_SERVICES)
+        ):
+            return handler
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                token = _AUTH_USER.set(await self._authenticate(context))
+                try:
+                    return await unary(request, context)
+                finally:
+                    _AUTH_USER.reset(token)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_wrapper,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                token = _AUTH_USER.set(await self._authenticate(context))
+                try:
+                    async for item in stream(request, context):
+                        yield item
+                finally:
+                    _AUTH_USER.reset(token)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream_wrapper,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
