@@ -172,6 +172,14 @@ class Dependencies:
         self.reasoner = ReasonerClient(self._reasoner_channel, retry)
         self.tools = ToolsClient(self._tools_channel, retry)
 
+    @property
+    def reasoner_channel(self) -> grpc.aio.Channel:
+        return self._reasoner_channel
+
+    @property
+    def tools_channel(self) -> grpc.aio.Channel:
+        return self._tools_channel
+
     async def close(self) -> None:
         """Close both channels."""
         await self._reasoner_channel.close()

@@ -24,6 +24,7 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from gateway.clients import Dependencies, Retry
 from gateway.graph import final_event
+from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.runs import ActiveRun, RunManager, deadline_from
 from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store
 from gateway.store.factory import open_store
@@ -276,6 +277,8 @@ class Gateway:
     manager: RunManager
     deps: Dependencies
     store: Store
+    health: DependencyHealth | None = None
+    health_task: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -283,6 +286,8 @@ class Gateway:
 
     async def close(self, grace: float | None = 5.0) -> None:
         """Drain streams, stop local runs at their last checkpoint, hand leases over, close connections."""
+        if self.health_task is not None:
+            self.health_task.cancel()
         await self.handle.stop(grace)
         await self.manager.shutdown()
         await self.store.close()
@@ -327,7 +332,14 @@ async def create_server(
         max_message_bytes=settings.max_message_bytes,
     )
     manager.start_background()
-    return Gateway(handle, service, manager, deps, store)
+    gateway = Gateway(handle, service, manager, deps, store)
+    probes = {"reasoner": service_probe(deps.reasoner_channel), "tools": service_probe(deps.tools_channel)}
+    engine = getattr(store, "engine", None)
+    if engine is not None:
+        probes["store"] = store_probe(engine)
+    gateway.health = DependencyHealth(handle.health, SERVICE_NAME, probes, settings.health_interval_s)
+    gateway.health_task = asyncio.create_task(gateway.health.run(), name="gateway-health")
+    return gateway
 
 
 async def serve(settings: GatewaySettings) -> None:
@@ -344,6 +356,8 @@ async def serve(settings: GatewaySettings) -> None:
     )
 
     async def stop() -> None:
+        if gateway.health_task is not None:
+            gateway.health_task.cancel()
         await gateway.manager.shutdown()
         await gateway.store.close()
         await gateway.deps.close()

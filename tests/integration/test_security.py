@@ -19,6 +19,7 @@ from reasoner_svc.service import create_server as create_reasoner
 from tests.support.certs import make_certs
 from tests.support.stack import final_of, start_stack
 from tests.support.tools import make_registry
+from tests.support.waiting import assert_eventually
 from tool_svc.service import create_server as create_tools
 
 pytestmark = pytest.mark.integration
@@ -215,5 +216,25 @@ async def test_oversized_tool_arguments_are_refused_not_run() -> None:
         assert result.error_kind == common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS
         assert "larger than 10 bytes" in result.content
         assert probe.calls["add"] == 0
+    finally:
+        await stack.close()
+
+
+async def test_gateway_health_follows_its_dependencies() -> None:
+    stack = await start_stack(SCRIPT, make_registry()[0], gateway_overrides={"health_interval_s": 0.1})
+    addr = f"127.0.0.1:{stack.gateway.port}"
+    try:
+        await assert_eventually(
+            lambda: stack.gateway.health is not None and bool(stack.gateway.health.status)
+        )
+        assert await health(addr, "", 3) == 0
+        assert await health(addr, "store", 3) == 0
+        await stack.tools.stop(0)
+        health_state = stack.gateway.health
+        assert health_state is not None
+        await assert_eventually(lambda: health_state.status.get("tools") is False, timeout_s=10)
+        assert await health(addr, "", 3) == 1
+        assert await health(addr, "tools", 3) == 1
+        assert await health(addr, "reasoner", 3) == 0
     finally:
         await stack.close()
