@@ -11,6 +11,7 @@ import asyncio
 import os
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 
@@ -188,3 +189,23 @@ def _stderr(child: Child) -> str:
     assert child.stderr_path is not None
     with open(child.stderr_path) as fh:
         return fh.read()
+
+
+async def test_sigterm_hands_running_runs_over_at_once(
+    stack_and_probe: tuple[Stack, Probe], database_url: str
+) -> None:
+    """Graceful shutdown: the run stays checkpointed and another gateway takes it without waiting."""
+    stack, probe = stack_and_probe
+    with gateway_process(stack, database_url, "gw-term") as first:
+        seen = await run_until(first.port, CRASH_POINTS["during_tools"])
+        first.stop()  # SIGTERM, then wait
+        assert first.proc.returncode == 0
+    run_id = seen[0].run_id
+    row = await stack.gateway.store.get_run(run_id)
+    assert row is not None
+    assert row.status.value == "running"
+    assert row.lease_expires_at is None or row.lease_expires_at.timestamp() <= time.time()
+    with gateway_process(stack, database_url, "gw-next") as second:
+        events = await asyncio.wait_for(watch_to_end(second.port, run_id), 30)
+    assert final_of(events).final_reply == "All counted: counted step-2."
+    assert dict(probe.finished) == {"fast-1": 1, "slow-1": 1, "step-2": 1}
