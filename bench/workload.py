@@ -13,12 +13,21 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def bench_script(steps: int, fanout: int) -> Script:
-    """A model that calls `fanout` cheap tools in parallel for `steps` rounds, then answers."""
-    tool_turn = Turn(
-        tool_calls=tuple(ScriptedToolCall("calculator", {"expression": f"{i} + 1"}) for i in range(fanout))
+    """A model that calls `fanout` cheap tools in parallel for `steps` rounds, then answers.
+
+    Each round asks different sums, so the rounds are progress, not a loop the
+    gateway's loop detection would stop.
+    """
+    turns = tuple(
+        Turn(
+            tool_calls=tuple(
+                ScriptedToolCall("calculator", {"expression": f"{step * 100 + i} + 1"}) for i in range(fanout)
+            )
+        )
+        for step in range(steps)
     )
     answer = Turn(content="Done: {{last_tool}}.")
-    return Script(scenarios=(Scenario(match="", turns=(*([tool_turn] * steps), answer)),))
+    return Script(scenarios=(Scenario(match="", turns=(*turns, answer)),))
 
 
 def write_script(script: Script, path: Path) -> Path:
