@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+import asyncpg.exceptions
 import sqlalchemy.exc
 
 from agentloop.telemetry import Telemetry
@@ -30,6 +32,11 @@ T = TypeVar("T")
 STORE_RETRY_BUDGET_S = 15.0
 # What a database that is down, restarting or busy raises (drivers' errors arrive wrapped in DBAPIError).
 TRANSIENT: tuple[type[BaseException], ...] = (
+    sqlite3.OperationalError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.TooManyConnectionsError,
     sqlalchemy.exc.DBAPIError,
     sqlalchemy.exc.DisconnectionError,
     sqlalchemy.exc.TimeoutError,
