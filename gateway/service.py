@@ -28,6 +28,7 @@ from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.runs import ActiveRun, RunManager, deadline_from
 from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store
 from gateway.store.factory import open_store
+from gateway.validation import check_ids
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None) -> agent_pb2.RunInfo
 def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
     """("run id", index) from "<run_id>:<index>"."""
     run_id, _, index = value.rpartition(":")
-    if not run_id or not index.isdigit():
+    if not run_id or not (index.isascii() and index.isdigit()) or int(index) >= 2**31:
         raise InvalidArgument(field, f"{value!r} is not a checkpoint id (<run_id>:<index>)")
     return run_id, int(index)
 
@@ -131,6 +132,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Run(
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         active = await self.manager.begin(
             request, streaming=True, deadline=deadline_from(context.time_remaining())
@@ -141,6 +143,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Invoke(
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         active = await self.manager.begin(
             request, streaming=False, deadline=deadline_from(context.time_remaining())
@@ -167,6 +170,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def GetThread(
         self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.GetThreadResponse:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         store = self.manager.store
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
@@ -198,12 +202,14 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ListCheckpoints(
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         if not 0 <= request.page_size <= MAX_PAGE_SIZE:
             raise InvalidArgument(
                 "page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})"
             )
-        if request.page_token and not request.page_token.isdigit():
+        token = request.page_token
+        if token and not (token.isascii() and token.isdigit() and int(token) < 2**63):
             raise InvalidArgument("page_token", "is not a token from a previous response")
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
         size = request.page_size or DEFAULT_PAGE_SIZE
@@ -221,6 +227,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Resume(
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
         async for event in self._stream(active, active.start_sequence, False):
@@ -229,6 +236,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Cancel(
         self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.CancelResponse:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         status = await self.manager.cancel(request.run_id, request.user_id)
         return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
@@ -236,6 +244,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ListMemories(
         self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListMemoriesResponse:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         memories = self.manager.memories
         if memories is None:
@@ -250,6 +259,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def DeleteMemory(
         self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.DeleteMemoryResponse:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
@@ -263,6 +273,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.WatchResponse]:
+        check_ids(request)
         request.user_id = effective_user(request.user_id)
         async for event in self.manager.watch(request.run_id, request.user_id, request.after_sequence):
             yield agent_pb2.WatchResponse(event=event)

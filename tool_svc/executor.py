@@ -43,28 +43,61 @@ class ResultMemo:
     is forgotten, so it runs again when re-issued.
     """
 
-    def __init__(self, capacity: int = 10_000) -> None:
+    def __init__(
+        self, capacity: int = 10_000, max_bytes: int = 32 * 1024 * 1024, ttl_s: float = 600.0
+    ) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._ttl_s = ttl_s
+        self._bytes = 0
         self._entries: OrderedDict[str, asyncio.Future[common_pb2.ToolResult]] = OrderedDict()
+        self._sizes: dict[str, tuple[int, float]] = {}
 
     def get(self, key: str) -> asyncio.Future[common_pb2.ToolResult] | None:
         """The outcome (possibly still pending) of an earlier call with this key."""
+        self._expire()
         future = self._entries.get(key)
         if future is not None:
             self._entries.move_to_end(key)
         return future
 
+    def finish(
+        self, key: str, future: asyncio.Future[common_pb2.ToolResult], result: common_pb2.ToolResult
+    ) -> None:
+        """Record a finished call; the memo stays within its entry, byte and age bounds."""
+        future.set_result(result)
+        size = len(result.content) + len(key)
+        self._sizes[key] = (size, time.monotonic())
+        self._bytes += size
+        self._trim()
+
+    def _trim(self) -> None:
+        while self._entries and (len(self._entries) > self._capacity or self._bytes > self._max_bytes):
+            key, _ = self._entries.popitem(last=False)
+            self._bytes -= self._sizes.pop(key, (0, 0.0))[0]
+
+    def _expire(self) -> None:
+        cutoff = time.monotonic() - self._ttl_s
+        while self._entries:
+            key = next(iter(self._entries))
+            size, finished = self._sizes.get(key, (0, float("inf")))
+            if finished > cutoff:
+                break
+            self._entries.popitem(last=False)
+            self._sizes.pop(key, None)
+            self._bytes -= size
+
     def begin(self, key: str) -> asyncio.Future[common_pb2.ToolResult]:
         """Register a call about to run."""
         future: asyncio.Future[common_pb2.ToolResult] = asyncio.get_running_loop().create_future()
         self._entries[key] = future
-        while len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+        self._trim()
         return future
 
     def forget(self, key: str) -> None:
         """Drop a call that did not finish."""
         self._entries.pop(key, None)
+        self._bytes -= self._sizes.pop(key, (0, 0.0))[0]
 
 
 async def execute(
@@ -148,7 +181,7 @@ async def _run(
             if not future.done():
                 future.cancel()
             raise
-        future.set_result(result)
+        memo.finish(key, future, result)
         emit(result)
         return
     emit(await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry))

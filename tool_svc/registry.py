@@ -269,7 +269,13 @@ class Tool:
             arguments.setdefault(key, None)
         for key, convert in self._converters:
             if key in arguments:
-                arguments[key] = convert(arguments[key])
+                try:
+                    arguments[key] = convert(arguments[key])
+                except (OverflowError, ValueError, TypeError) as exc:
+                    raise ArgumentError(
+                        common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS,
+                        f"$.{key}: cannot be used as given ({exc})",
+                    ) from None
         return arguments
 
     def _parse(self, arguments_json: str) -> dict[str, Any]:
@@ -281,6 +287,13 @@ class Tool:
             raise ArgumentError(
                 common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
                 f"arguments are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+                f"send one JSON object with the properties: {self._property_names}",
+            ) from None
+        except (ValueError, RecursionError) as exc:
+            # Python's json refuses integers of thousands of digits and very deep nesting.
+            raise ArgumentError(
+                common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
+                f"arguments could not be read as JSON ({type(exc).__name__}: {str(exc)[:200]}); "
                 f"send one JSON object with the properties: {self._property_names}",
             ) from None
         if not isinstance(arguments, dict):
