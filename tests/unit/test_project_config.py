@@ -89,6 +89,11 @@ def test_compose_ports_and_addresses_agree_with_defaults(compose: dict[str, Any]
         == f"http://model:{settings.DEFAULT_MODEL_PORT}/v1"
     )
     assert f"{settings.DEFAULT_GATEWAY_PORT}:{settings.DEFAULT_GATEWAY_PORT}" in services["gateway"]["ports"]
+    database = gw_env["DATABASE_URL"]
+    pg = services["postgres"]["environment"]
+    assert database == (
+        f"postgresql+asyncpg://{pg['POSTGRES_USER']}:{pg['POSTGRES_PASSWORD']}@postgres:5432/{pg['POSTGRES_DB']}"
+    )
 
 
 def test_compose_healthchecks_use_the_cli_health_command(compose: dict[str, Any]) -> None:
