@@ -39,13 +39,13 @@ class ResultMemo:
 
     A gateway that crashed after a call finished but before it saved the
     result re-sends the call with the same key: it gets the stored result (or
-    joins the run still in progress). Bounded LRU; a call that was cancelled
+    joins the run still in progress). Re-issues come within a lease period or
+    two, so entries live two minutes, and the memo is bounded in entries and
+    bytes as well (memory stays flat under load). A call that was cancelled
     is forgotten, so it runs again when re-issued.
     """
 
-    def __init__(
-        self, capacity: int = 10_000, max_bytes: int = 32 * 1024 * 1024, ttl_s: float = 600.0
-    ) -> None:
+    def __init__(self, capacity: int = 4096, max_bytes: int = 8 * 1024 * 1024, ttl_s: float = 120.0) -> None:
         self._capacity = capacity
         self._max_bytes = max_bytes
         self._ttl_s = ttl_s
