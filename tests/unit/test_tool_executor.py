@@ -395,3 +395,22 @@ async def test_calls_waiting_for_a_slot_are_cancelled_too() -> None:
 async def test_limits_are_checked(timeout_s: float, max_concurrency: int) -> None:
     with pytest.raises(ValueError, match="need timeout_s > 0 and max_concurrency >= 1"):
         await run(ToolRegistry(), [call("x", "y")], timeout_s, max_concurrency)
+
+
+async def test_result_memo_stays_within_its_bounds() -> None:
+    from agentloop.v1 import common_pb2 as pb
+    from tool_svc.executor import ResultMemo
+
+    memo = ResultMemo(capacity=2, max_bytes=10_000, ttl_s=60)
+    for key in ("a", "b", "c"):
+        memo.finish(key, memo.begin(key), pb.ToolResult(content="x"))
+    assert memo.get("a") is None
+    assert memo.get("c") is not None
+    by_bytes = ResultMemo(capacity=100, max_bytes=50, ttl_s=60)
+    by_bytes.finish("big1", by_bytes.begin("big1"), pb.ToolResult(content="y" * 30))
+    by_bytes.finish("big2", by_bytes.begin("big2"), pb.ToolResult(content="y" * 30))
+    assert by_bytes.get("big1") is None
+    assert by_bytes.get("big2") is not None
+    aged = ResultMemo(capacity=100, max_bytes=10_000, ttl_s=0)
+    aged.finish("old", aged.begin("old"), pb.ToolResult(content="z"))
+    assert aged.get("old") is None
