@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench
+PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
 .PHONY: help install proto check-proto lint format typecheck test unit bench bench-load run clean
 
@@ -37,7 +37,7 @@ format: $(STAMP) ## Apply ruff formatting and fixes
 	$(BIN)/ruff format $(PY_SRC) scripts
 
 typecheck: $(STAMP) ## mypy --strict on our packages
-	$(BIN)/mypy agentloop reasoner_svc tool_svc gateway bench scripts
+	$(BIN)/mypy agentloop reasoner_svc tool_svc gateway bench scripts examples
 
 unit: $(STAMP) ## Unit tests only (no network)
 	$(BIN)/pytest tests/unit -q

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from gateway.store import tables as t
 
 _TRIGGER = re.compile(
-    r"^\s*(?:please\s+)?remember(?:\s+that)?\s*[:,]?\s*(?P<en>.+)$|^\s*请?记住\s*[:：,，]?\s*(?P<zh>.+)$",
+    r"^\s*(?:please\s+)?remember\b(?:\s+that\b)?\s*[:,]?\s*(?P<en>.+)$|^\s*请?记住\s*[:：,，]?\s*(?P<zh>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -31,6 +31,7 @@ from gateway.state import (
     STOP_LOOP,
     STOP_MAX_STEPS,
     STOP_NEEDS_MORE_STEPS,
+    STOP_PAUSED,
     RunState,
     Update,
 )
@@ -480,7 +481,7 @@ async def tools(state: RunState, ctx: RunContext) -> Update:
         names = ", ".join(sorted({c.name for c in undecided}))
         ctx.sink.interrupt(undecided, f"approval required for {names}")
         ctx.sink.decision("approval", f"waiting for a decision on {len(undecided)} call(s): {names}")
-        return Update(awaiting_approval=True)
+        return Update(awaiting_approval=True, stop_reason=STOP_PAUSED)
 
     runnable: list[common_pb2.ToolCall] = []
     structured_output: str | None = None
@@ -545,6 +546,11 @@ async def tools(state: RunState, ctx: RunContext) -> Update:
     if structured_output is not None:
         update.stop, update.stop_reason = True, STOP_COMPLETED
         update.structured_output_json = structured_output
+        return update
+    if state.current_step + 1 > state.max_steps:
+        # Only a structured-output run gets a round at the limit (its forced final_answer);
+        # an answer that still does not validate ends the run rather than extending it.
+        update.stop, update.stop_reason = True, STOP_MAX_STEPS
         return update
     _after_round(state, ctx, calls, rnd, update)
     return update

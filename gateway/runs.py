@@ -33,7 +33,7 @@ from gateway.journal import RunJournal, StoreUnavailable
 from gateway.memory import MemoryStore
 from gateway.nodes import RunContext
 from gateway.observe import traced_run
-from gateway.state import RunState
+from gateway.state import STOP_PAUSED, RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
 from gateway.validation import RunLikeRequest, new_turn_messages, run_config
 
@@ -86,6 +86,11 @@ class RunManager:
     @property
     def store(self) -> Store:
         return self._store
+
+    @property
+    def default_max_steps(self) -> int:
+        """The step limit a run gets when it names none."""
+        return self._settings.max_steps
 
     @property
     def active_runs(self) -> int:
@@ -335,6 +340,8 @@ class RunManager:
             state.structured_output_json = rec.structured_output_json
             state.run_message_start = rec.run_message_start + 1
             state.awaiting_approval = rec.awaiting_approval and not approvals
+            if approvals and state.stop_reason == STOP_PAUSED:
+                state.stop_reason = ""
             state.approvals = dict(rec.approvals)
         state.approvals.update(approvals or {})
         recorded = await self._store.tool_results(run_id)

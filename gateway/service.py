@@ -68,14 +68,14 @@ def checkpoint_to_proto(row: CheckpointRow) -> agent_pb2.Checkpoint:
     )
 
 
-def run_info(run: RunRow, checkpoint: CheckpointRow | None) -> agent_pb2.RunInfo:
+def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: int = 0) -> agent_pb2.RunInfo:
     """A run's identity and counters as of `checkpoint` (its newest when reading the latest state)."""
     request = agent_pb2.RunRequest.FromString(run.request)
     info = agent_pb2.RunInfo(
         run_id=run.run_id,
         thread_id=run.thread_id,
         status=STATUS_TO_PROTO[run.status],
-        max_steps=request.options.max_steps,
+        max_steps=request.options.max_steps or default_max_steps,
         owner=run.owner or "",
         created_at=_timestamp(run.created_at),
     )
@@ -191,12 +191,13 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             response.messages.extend(
                 await store.thread_messages(thread.thread_id, checkpoint.record.message_count)
             )
-            response.state.CopyFrom(run_info(run, checkpoint))
+            response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
             return response
         response.messages.extend(await store.thread_messages(thread.thread_id))
         run = await store.latest_run(thread.thread_id)
         if run is not None:
-            response.state.CopyFrom(run_info(run, await store.latest_checkpoint(run.run_id)))
+            latest = await store.latest_checkpoint(run.run_id)
+            response.state.CopyFrom(run_info(run, latest, self.manager.default_max_steps))
         return response
 
     async def ListCheckpoints(

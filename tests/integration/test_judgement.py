@@ -101,6 +101,10 @@ SCRIPT = Script(
             ),
         ),
         Scenario(match="^add please$", turns=(Turn(tool_calls=(ADD,)), Turn(content="Result: {{tool:add}}"))),
+        Scenario(
+            match="^never valid$",
+            turns=(Turn(tool_calls=(ScriptedToolCall("final_answer", {"answer": "no"}),)),),
+        ),
         Scenario(match="", turns=(Turn(content="Reply to: {{user}}"),)),
     )
 )
@@ -215,6 +219,23 @@ async def test_structured_output_is_validated_until_it_fits(stack: Stack) -> Non
     assert errors[0].startswith("ERROR (invalid_arguments)")
 
 
+async def test_structured_output_that_never_validates_stops_at_the_step_limit(stack: Stack) -> None:
+    events = await stack.run(
+        "never valid",
+        max_steps=1,
+        output_schema_json=json.dumps(SCHEMA),
+        loop_detection=agent_pb2.LoopDetection(disabled=True),
+    )
+    final = final_of(events)
+    assert final.metadata.stop_reason == "max_steps"
+    assert final.metadata.steps_taken == 2
+    assert not final.structured_output_json
+    assert stack.model.requests[-1]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "final_answer"},
+    }
+
+
 async def test_bad_output_schema_is_rejected(stack: Stack) -> None:
     for schema in ("{not json", '{"type": 12}', "[1]"):
         with pytest.raises(grpc.aio.AioRpcError) as info:
@@ -324,6 +345,8 @@ async def test_approval_pauses_then_approve_runs_the_call(stack_and_probe: tuple
     assert probe.calls["add"] == 0
     thread = await stack.agent.GetThread(agent_pb2.GetThreadRequest(thread_id="t-approve", user_id="ana"))
     assert thread.state.status == agent_pb2.RUN_STATUS_PAUSED
+    assert thread.state.metadata.stop_reason == "paused"
+    assert thread.state.max_steps == 25
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stack.run("hello", thread_id="t-approve", user_id="ana")
     assert info.value.code() == grpc.StatusCode.ABORTED
@@ -335,6 +358,7 @@ async def test_approval_pauses_then_approve_runs_the_call(stack_and_probe: tuple
         agent_pb2.ApprovalDecision(tool_call_id=call.id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE),
     )
     assert final_of(events).final_reply == "Result: 3"
+    assert final_of(events).metadata.stop_reason == "completed"
     assert probe.calls["add"] == 1
     assert events[0].sequence > interrupt.sequence
 

@@ -23,7 +23,9 @@ def test_memory_instructions_are_detected(text: str, fact: str) -> None:
     assert memory_instruction(text) == fact
 
 
-@pytest.mark.parametrize("text", ["What do you remember?", "Do you remember me", "remember", "hello", ""])
+@pytest.mark.parametrize(
+    "text", ["What do you remember?", "Do you remember me", "remember", "Remembering is hard", "hello", ""]
+)
 def test_other_messages_store_nothing(text: str) -> None:
     assert memory_instruction(text) is None
 

@@ -1,0 +1,165 @@
+"""What every example shares: finding the gateway, `--self-contained`, and printing events.
+
+An example is an async function that talks to a gateway through an `agent_pb2_grpc.AgentStub`.
+`run_example` connects it to the gateway at AGENTLOOP_GATEWAY_ADDR (default 127.0.0.1:50050), or,
+with `--self-contained`, first starts the whole stack in this process (scripted model, reasoner,
+tool service with the test tools, gateway on a throwaway SQLite file) with the example's script, so
+the feature happens every time, then stops it.
+"""
+
+from __future__ import annotations
+
+import os
+
+# gRPC's C core logs INFO lines on stderr (a GOAWAY while the in-process stack stops): errors only.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from agentloop.scripted_model import Script, ScriptedModelServer
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_GATEWAY_ADDR = "127.0.0.1:50050"
+
+# Run from a checkout: its packages, and tests/support for --self-contained, come from the repository.
+if str(REPO) not in sys.path:
+    sys.path.insert(1, str(REPO))
+
+
+@dataclass
+class Session:
+    """What an example gets: a stub on the gateway, and the scripted model when self-contained."""
+
+    agent: agent_pb2_grpc.AgentStub
+    model: ScriptedModelServer | None = None
+    """Only with --self-contained: lets an example show what the model was sent."""
+
+
+Example = Callable[[Session], Awaitable[None]]
+RpcError = grpc.aio.AioRpcError
+"""What a failed call raises: `.code()` is a grpc.StatusCode, `.details()` the message."""
+
+
+def run_example(
+    example: Example,
+    script: Script,
+    *,
+    tools: Sequence[Callable[..., Any]] = (),
+    gateway: dict[str, Any] | None = None,
+) -> None:
+    """Parse the command line and run `example` against a gateway (or a stack started here)."""
+    parser = argparse.ArgumentParser(description=(sys.modules["__main__"].__doc__ or "").split("\n")[0])
+    parser.add_argument(
+        "--self-contained",
+        action="store_true",
+        help="start the scripted model, reasoner, tools and gateway in this process first",
+    )
+    args = parser.parse_args()
+    if args.self_contained:
+        asyncio.run(_self_contained(example, script, tools, gateway or {}))
+        return
+    addr = os.environ.get("AGENTLOOP_GATEWAY_ADDR", DEFAULT_GATEWAY_ADDR)
+    try:
+        asyncio.run(_connect(example, addr))
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() != grpc.StatusCode.UNAVAILABLE:
+            raise
+        sys.exit(f"no gateway answers at {addr} ({exc.details()}); start one, or use --self-contained")
+
+
+async def _connect(example: Example, addr: str, model: ScriptedModelServer | None = None) -> None:
+    async with grpc.aio.insecure_channel(addr) as channel:
+        await example(Session(agent_pb2_grpc.AgentStub(channel), model))
+
+
+async def _self_contained(
+    example: Example, script: Script, tools: Sequence[Callable[..., Any]], gateway: dict[str, Any]
+) -> None:
+    from tests.support.stack import start_stack
+    from tests.support.tools import make_registry
+
+    # The services' own logs (a tool's traceback, say) would mix with the example's output.
+    logging.getLogger().addHandler(logging.NullHandler())
+    registry, _probe = make_registry()
+    for fn in tools:
+        registry.register(fn)
+    with tempfile.TemporaryDirectory(prefix="agentloop-example-") as tmp:
+        stack = await start_stack(
+            script, registry, database_url=f"sqlite+aiosqlite:///{tmp}/gateway.db", gateway_overrides=gateway
+        )
+        try:
+            await _connect(example, f"127.0.0.1:{stack.gateway.port}", stack.model)
+        finally:
+            await stack.close()
+
+
+# --- reading and printing events ------------------------------------------------------------
+
+
+async def collect(stream: AsyncIterable[Any]) -> list[agent_pb2.RunEvent]:
+    """Every event of a Run, Resume or Watch stream."""
+    return [response.event async for response in stream]
+
+
+def describe(event: agent_pb2.RunEvent) -> str | None:
+    """One line for the events the examples care about; None for node and token events."""
+    kind = event.WhichOneof("event")
+    if kind == "decision":
+        return f"decision    {event.decision.kind}: {event.decision.detail}"
+    if kind == "interrupt":
+        calls = ", ".join(f"{c.name}({c.arguments_json}) id={c.id}" for c in event.interrupt.pending)
+        return f"interrupt   {event.interrupt.reason}: {calls}"
+    if kind == "tool_start":
+        return f"tool_start  {event.tool_start.tool}({event.tool_start.args_json})"
+    if kind == "tool_end":
+        result = event.tool_end.result
+        flag = ""
+        if result.is_error:
+            flag = f" [{common_pb2.ToolErrorKind.Name(result.error_kind).removeprefix('TOOL_ERROR_KIND_')}]"
+        return f"tool_end    {event.tool_end.tool} ->{flag} {result.content}"
+    if kind == "final":
+        meta = event.final.metadata
+        line = (
+            f"final       {event.final.final_reply!r}\n"
+            f"stop_reason={meta.stop_reason} steps_taken={meta.steps_taken} llm_calls={meta.llm_calls}"
+        )
+        if event.final.structured_output_json:
+            line += f"\nstructured_output_json={event.final.structured_output_json}"
+        return line
+    if kind == "error":
+        return f"error       {event.error.code} in {event.error.node}: {event.error.message}"
+    return None
+
+
+def show(events: Iterable[agent_pb2.RunEvent], only: Iterable[str] = ()) -> None:
+    """Print the described events (only those whose oneof name is in `only`, when given)."""
+    wanted = set(only)
+    for event in events:
+        if wanted and event.WhichOneof("event") not in wanted:
+            continue
+        line = describe(event)
+        if line is not None:
+            print("  " + line.replace("\n", "\n" + " " * 14))
+
+
+def system_messages_sent(model: ScriptedModelServer, call: int = -1) -> list[str]:
+    """The system messages of one request the scripted model received (the newest by default)."""
+    messages = model.requests[call]["messages"]
+    return [str(m["content"]) for m in messages if m["role"] == "system"]
+
+
+def compact(value: object) -> str:
+    """JSON on one line, for printing."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
