@@ -147,8 +147,16 @@ class RunJournal:
 
     async def tool_result(self, run_id: str, result: common_pb2.ToolResult) -> None:
         """Persist one finished tool call before anyone is told about it."""
-        attributes = {"agentloop.run_id": run_id, "gen_ai.tool.call.id": result.tool_call_id}
-        with self._telemetry.span("store record_tool_result", attributes=attributes):
+        await self.tool_results(run_id, [result])
+
+    async def tool_results(self, run_id: str, results: Sequence[common_pb2.ToolResult]) -> None:
+        """Persist finished tool calls (one transaction) before anyone is told about them."""
+        if not results:
+            return
+        with self._telemetry.span(
+            "store record_tool_results",
+            attributes={"agentloop.run_id": run_id, "agentloop.tool_results": len(results)},
+        ):
             await with_store_retries(
-                lambda: self._store.record_tool_result(run_id, self._owner, result), "tool result"
+                lambda: self._store.record_tool_results(run_id, self._owner, results), "tool results"
             )

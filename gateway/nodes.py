@@ -382,29 +382,64 @@ def injected_context(
 
 
 class _Round:
-    """Bookkeeping of one tool round: results by call id, in completion order."""
+    """Bookkeeping of one tool round: results by call id, in completion order.
+
+    Results that stream in while a write is in flight are persisted together
+    (group commit): a result is still written before it is announced, but a
+    round of parallel calls costs one or two transactions instead of one each.
+    """
 
     def __init__(self, state: RunState, ctx: RunContext) -> None:
         self.state = state
         self.ctx = ctx
         self.finished: dict[str, common_pb2.ToolResult] = {}
         self.order: list[common_pb2.ToolResult] = []
+        self._pending: list[common_pb2.ToolResult] = []
+        self._flusher: asyncio.Task[None] | None = None
 
-    async def finish(self, result: common_pb2.ToolResult, persist: bool = True) -> None:
-        """Apply post-acting hooks, persist, then announce one result."""
+    async def _hooked(self, result: common_pb2.ToolResult) -> common_pb2.ToolResult:
         hooks = self.state.config.hooks
-        if hooks:
-            results, changed = await call_hooks(hooks, "post_acting", hook_context(self.state), [result])
-            result = results[0]
-            for name in changed:
-                self.ctx.sink.decision(
-                    "hook", f"{name} changed the result of {result.name} ({result.tool_call_id})"
-                )
-        if persist:
-            await self.ctx.journal.tool_result(self.state.run_id, result)
+        if not hooks:
+            return result
+        results, changed = await call_hooks(hooks, "post_acting", hook_context(self.state), [result])
+        for name in changed:
+            self.ctx.sink.decision(
+                "hook", f"{name} changed the result of {result.name} ({result.tool_call_id})"
+            )
+        return results[0]
+
+    def _announce(self, result: common_pb2.ToolResult) -> None:
         self.finished[result.tool_call_id] = result
         self.order.append(result)
         self.ctx.sink.tool_end(result)
+
+    async def finish(self, result: common_pb2.ToolResult) -> None:
+        """Apply post-acting hooks, persist, then announce one result."""
+        result = await self._hooked(result)
+        await self.ctx.journal.tool_results(self.state.run_id, [result])
+        self._announce(result)
+
+    def submit(self, result: common_pb2.ToolResult) -> None:
+        """Queue a streamed result; it is persisted (with any others waiting) and then announced."""
+        self._pending.append(result)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            batch = [await self._hooked(r) for r in batch]
+            await self.ctx.journal.tool_results(self.state.run_id, batch)
+            for result in batch:
+                self._announce(result)
+
+    async def drain(self) -> None:
+        """Wait until every submitted result is persisted and announced (re-raising a store failure)."""
+        while self._flusher is not None:
+            flusher = self._flusher
+            await flusher
+            if self._flusher is flusher:
+                self._flusher = None
 
 
 async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.ToolCall], rnd: _Round) -> None:
@@ -421,7 +456,8 @@ async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.Tool
             started = event.started
             ctx.sink.tool_start(started.name, started.arguments_json, started.tool_call_id)
         else:
-            await rnd.finish(event.finished)
+            rnd.submit(event.finished)
+    await rnd.drain()
 
 
 def _check_final_answer(
@@ -527,6 +563,7 @@ async def tools(state: RunState, ctx: RunContext) -> Update:
             await ctx.unless_cancelled(_execute(state, ctx, runnable, rnd))
         except RunCancelled:
             cancelled = True
+        await rnd.drain()  # results already received are persisted and announced, even on cancel
     for call in calls:
         if call.id not in rnd.finished:
             # Cancelled, or dropped by a pre-acting hook: every call still gets a result.
