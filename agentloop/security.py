@@ -29,6 +29,7 @@ from typing import Any
 import grpc
 
 from agentloop.errors import AgentloopError, PermissionDenied
+from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 
 _AUTH_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_auth_user", default=None)
 # Health checks and reflection stay open so load balancers and grpcurl work without a token.
@@ -197,35 +198,26 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             or handler_call_details.method.startswith(_OPEN_SERVICES)
         ):
             return handler
-        if handler.unary_unary is not None:
-            unary = handler.unary_unary
 
-            async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        def unary(behavior: UnaryBehavior) -> UnaryBehavior:
+            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 token = _AUTH_USER.set(await self._authenticate(context))
                 try:
-                    return await unary(request, context)
+                    return await behavior(request, context)
                 finally:
                     _AUTH_USER.reset(token)
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_wrapper,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            stream = handler.unary_stream
+            return wrapper
 
-            async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        def stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 token = _AUTH_USER.set(await self._authenticate(context))
                 try:
-                    async for item in stream(request, context):
+                    async for item in behavior(request, context):
                         yield item
                 finally:
                     _AUTH_USER.reset(token)
 
-            return grpc.unary_stream_rpc_method_handler(
-                stream_wrapper,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+            return wrapper
+
+        return wrap_handler(handler, unary, stream)

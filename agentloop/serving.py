@@ -20,6 +20,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from agentloop.errors import AgentloopError
+from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
@@ -58,40 +59,31 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
-        if handler.unary_unary is not None:
-            unary = handler.unary_unary
 
-            async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        def unary(behavior: UnaryBehavior) -> UnaryBehavior:
+            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
-                    return await unary(request, context)
+                    return await behavior(request, context)
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
                     await _abort(context, exc)
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_wrapper,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            stream = handler.unary_stream
+            return wrapper
 
-            async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        def stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 try:
-                    async for item in stream(request, context):
+                    async for item in behavior(request, context):
                         yield item
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
                     await _abort(context, exc)
 
-            return grpc.unary_stream_rpc_method_handler(
-                stream_wrapper,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+            return wrapper
+
+        return wrap_handler(handler, unary, stream)
 
 
 @dataclass

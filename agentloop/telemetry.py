@@ -40,6 +40,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 from agentloop.settings import TelemetrySettings
 
 log = logging.getLogger(__name__)
@@ -354,43 +355,33 @@ class ServerTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
                 record_exception=False,
             )
 
-        if handler.unary_unary is not None:
-            unary = handler.unary_unary
-
-            async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        def unary(behavior: UnaryBehavior) -> UnaryBehavior:
+            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 with server_span() as span:
                     try:
-                        response = await unary(request, context)
+                        response = await behavior(request, context)
                     except BaseException as exc:
                         _record_status(span, context, exc)
                         raise
                     _record_status(span, context, None)
                     return response
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_wrapper,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            stream = handler.unary_stream
+            return wrapper
 
-            async def stream_wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        def stream(behavior: StreamBehavior) -> StreamBehavior:
+            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 with server_span() as span:
                     try:
-                        async for item in stream(request, context):
+                        async for item in behavior(request, context):
                             yield item
                     except BaseException as exc:
                         _record_status(span, context, exc)
                         raise
                     _record_status(span, context, None)
 
-            return grpc.unary_stream_rpc_method_handler(
-                stream_wrapper,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+            return wrapper
+
+        return wrap_handler(handler, unary, stream)
 
 
 def _record_status(span: trace.Span, context: grpc.aio.ServicerContext, exc: BaseException | None) -> None:
