@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import grpc
 
@@ -24,6 +25,7 @@ from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2,
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
 _MAX_BACKOFF_S = 5.0
 
@@ -38,6 +40,18 @@ class Retry:
     def should_retry(self, exc: grpc.aio.AioRpcError, attempt: int) -> bool:
         """Whether a failed attempt (0-based) is worth another try."""
         return exc.code() in RETRYABLE and attempt + 1 < self.attempts
+
+    async def unary(self, call: Callable[[], Awaitable[T]], service: str, what: str) -> T:
+        """Run a unary call, retrying UNAVAILABLE; a final failure becomes the service's typed error."""
+        for attempt in range(self.attempts):
+            try:
+                return await call()
+            except grpc.aio.AioRpcError as exc:
+                if not self.should_retry(exc, attempt):
+                    raise from_rpc_error(exc, service) from exc
+                log.warning("%s %s failed (%s), retrying", service, what, exc.code().name)
+                await self.sleep(attempt)
+        raise AssertionError("unreachable")
 
     async def sleep(self, attempt: int) -> None:
         """Full-jitter exponential backoff before attempt `attempt + 1`."""
@@ -57,16 +71,10 @@ class ReasonerClient:
     ) -> reasoner_pb2.StepResult:
         """One non-streamed model call."""
         request = reasoner_pb2.StepRequest(params=params)
-        for attempt in range(self._retry.attempts):
-            try:
-                response: reasoner_pb2.StepResponse = await self._stub.Step(request, timeout=rpc_timeout_s)
-                return response.result
-            except grpc.aio.AioRpcError as exc:
-                if not self._retry.should_retry(exc, attempt):
-                    raise from_rpc_error(exc, "reasoner") from exc
-                log.warning("reasoner Step failed (%s), retrying", exc.code().name)
-                await self._retry.sleep(attempt)
-        raise AssertionError("unreachable")
+        response: reasoner_pb2.StepResponse = await self._retry.unary(
+            lambda: self._stub.Step(request, timeout=rpc_timeout_s), "reasoner", "Step"
+        )
+        return response.result
 
     async def stream_step(
         self, params: reasoner_pb2.CompletionParams, rpc_timeout_s: float
@@ -99,18 +107,12 @@ class ToolsClient:
 
     async def list_tools(self, rpc_timeout_s: float) -> list[common_pb2.ToolSpec]:
         """Every tool the ToolService offers."""
-        for attempt in range(self._retry.attempts):
-            try:
-                response: tools_pb2.ListToolsResponse = await self._stub.ListTools(
-                    tools_pb2.ListToolsRequest(), timeout=rpc_timeout_s
-                )
-                return list(response.tools)
-            except grpc.aio.AioRpcError as exc:
-                if not self._retry.should_retry(exc, attempt):
-                    raise from_rpc_error(exc, "tools") from exc
-                log.warning("tools ListTools failed (%s), retrying", exc.code().name)
-                await self._retry.sleep(attempt)
-        raise AssertionError("unreachable")
+        response: tools_pb2.ListToolsResponse = await self._retry.unary(
+            lambda: self._stub.ListTools(tools_pb2.ListToolsRequest(), timeout=rpc_timeout_s),
+            "tools",
+            "ListTools",
+        )
+        return list(response.tools)
 
     async def execute(
         self,
