@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -30,7 +29,7 @@ from agentloop.demo import services
 from agentloop.scripted_model import Scenario, Script
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, checkpoint_pb2, common_pb2
 from bench.pg import bench_database
-from bench.workload import bench_script, percentile, write_script
+from bench.workload import bench_script, percentile, publish, write_script
 from gateway.store.base import CheckpointWrite
 from gateway.store.factory import open_store
 
@@ -150,14 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=500, help="checkpoints written by the single writer")
     parser.add_argument("--out", type=Path, default=RESULTS / "checkpoints.json")
     args = parser.parse_args(argv)
-    report = {
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "results": asyncio.run(measure(args)),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    json.dump(report, sys.stdout, indent=2)
-    print()
+    publish(asyncio.run(measure(args)), args.out)
     return 0
 
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -30,7 +28,7 @@ import grpc
 from agentloop.demo import services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
-from bench.workload import bench_script, cpu_seconds, percentile, rss_mib, write_script
+from bench.workload import bench_script, cpu_seconds, percentile, publish, rss_mib, write_script
 
 RESULTS = Path(__file__).parent / "results"
 SERVICES = ("reasoner", "tools", "gateway")
@@ -152,20 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
         else:
             figures[backend] = asyncio.run(_with_postgres(args))
-    report = {
-        "workload": {"steps": args.steps, "parallel_tools": args.fanout, "model_latency_ms": 0},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "results": figures,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    json.dump(report, sys.stdout, indent=2)
-    print()
+    workload = {"steps": args.steps, "parallel_tools": args.fanout, "model_latency_ms": 0}
+    publish(figures, args.out, workload=workload)
     return 0
 
 

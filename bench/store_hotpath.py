@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any
 from agentloop.v1 import checkpoint_pb2, common_pb2
 from bench.checkpoints import _step_payload
 from bench.pg import bench_database
-from bench.workload import percentile
+from bench.workload import percentile, publish
 from gateway.store import migrate
 from gateway.store.base import CheckpointWrite
 from gateway.store.sql import SqlStore
@@ -125,15 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     parser.add_argument("--out", type=Path, default=RESULTS / "store_hotpath.json")
     args = parser.parse_args(argv)
-    report = {
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "python": sys.version.split()[0],
-        "results": asyncio.run(measure(args)),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    json.dump(report, sys.stdout, indent=2)
-    print()
+    publish(asyncio.run(measure(args)), args.out)
     return 0
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import statistics
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 
@@ -55,3 +59,21 @@ def percentile(values: list[float], q: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]
+
+
+def publish(results: dict[str, Any], out: Path, **extra: Any) -> None:
+    """Write a benchmark's report (with when and where it was measured) to `out` and print it."""
+    report = {
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        **extra,
+        "results": results,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    json.dump(report, sys.stdout, indent=2)
+    print()
