@@ -359,3 +359,31 @@ async def test_resume_of_a_finished_run_is_refused(stack: Stack) -> None:
         async for _ in stack.agent.Resume(agent_pb2.ResumeRequest(run_id=events[0].run_id, user_id="ana")):
             pass
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_the_gateway_prunes_old_checkpoints_on_its_schedule(database_url: str) -> None:
+    overrides = {"retention_keep_checkpoints": 2, "retention_interval_s": 1.0}
+    stack = await start_stack(
+        SCRIPT, make_registry()[0], database_url=database_url, gateway_overrides=overrides
+    )
+    try:
+        events = await stack.run("two steps please", user_id="ana")
+        thread_id = events[0].thread_id
+
+        async def count() -> int:
+            page = await stack.agent.ListCheckpoints(
+                agent_pb2.ListCheckpointsRequest(thread_id=thread_id, user_id="ana")
+            )
+            return len(page.checkpoints)
+
+        assert await count() == 8
+        deadline = asyncio.get_running_loop().time() + 10
+        while await count() != 2:
+            assert asyncio.get_running_loop().time() < deadline, "retention never ran"
+            await asyncio.sleep(0.1)
+        # The newest checkpoint survives, so the thread still reads whole.
+        thread = await stack.agent.GetThread(agent_pb2.GetThreadRequest(thread_id=thread_id, user_id="ana"))
+        assert thread.state.final_reply.startswith("Sums")
+        assert len(thread.messages) == 7
+    finally:
+        await stack.close()
