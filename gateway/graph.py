@@ -6,7 +6,7 @@
                                          │                       └─ else → agent
                                          └─ otherwise ─────────→ finalize
 
-The tools node holds seed 001's prepare_tool_input (approval gate, injected
+The tools node (gateway/acting.py) holds seed 001's prepare_tool_input (approval gate, injected
 context, hooks) and update_state_after_tool (flow guidance, loop detection)
 as its first and last phases, so a step costs two checkpoints, not four.
 
@@ -27,8 +27,9 @@ from collections.abc import Awaitable, Callable
 from agentloop.errors import AgentloopError
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway import nodes
+from gateway.acting import tool_message
 from gateway.journal import StoreUnavailable
-from gateway.nodes import RunContext
+from gateway.run_context import RunContext
 from gateway.state import STOP_CANCELLED, STOP_ERROR, RunState, Update
 from gateway.store.base import LeaseLost, RunStatus
 
@@ -167,7 +168,7 @@ async def _fail(state: RunState, ctx: RunContext, node: str, code: str, message:
     ]
     for result in closing:
         await ctx.journal.tool_result(state.run_id, result)
-    closing_messages = [nodes.tool_message(r) for r in closing]
+    closing_messages = [tool_message(r) for r in closing]
     state.apply(Update(messages=closing_messages, tool_results=closing, stop=True, stop_reason=STOP_ERROR))
     state.error = (code, message, node)
     ctx.sink.error(code, message, node)

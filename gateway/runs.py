@@ -31,8 +31,8 @@ from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
 from gateway.journal import RunJournal, StoreUnavailable
 from gateway.memory import MemoryStore
-from gateway.nodes import RunContext
 from gateway.observe import traced_run
+from gateway.run_context import RunContext
 from gateway.state import STOP_PAUSED, RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
 from gateway.validation import RunLikeRequest, new_turn_messages, run_config

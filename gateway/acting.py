@@ -1,0 +1,342 @@
+"""The tools node: one round of the model's tool calls, from approval gate to loop check.
+
+Phases, in order (seed 001's prepare_tool_input → tools → update_state_after_tool):
+calls that need a human pause the run; per-step limits and pre-acting hooks
+apply; a structured-output run's finish tool is validated here; the rest run
+on the ToolService, each result persisted before it is announced; then the
+round sets the flow-guidance hint and loop detection may stop the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import jsonschema
+
+from agentloop.v1 import agent_pb2, common_pb2
+from gateway.hooks import call_hooks
+from gateway.loops import describe, detect_loop, rounds_of
+from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
+from gateway.state import (
+    STOP_CANCELLED,
+    STOP_COMPLETED,
+    STOP_LOOP,
+    STOP_MAX_STEPS,
+    STOP_PAUSED,
+    RunState,
+    Update,
+)
+
+CANCELLED_RESULT = "The run was cancelled before this tool call finished."
+
+
+# --- tools ---------------------------------------------------------------------------
+
+
+def tool_message(result: common_pb2.ToolResult) -> common_pb2.Message:
+    """The tool message the model reads; errors are prefixed so the model can tell and recover."""
+    content = result.content
+    if result.is_error:
+        kind = common_pb2.ToolErrorKind.Name(result.error_kind).removeprefix("TOOL_ERROR_KIND_").lower()
+        content = f"ERROR ({kind}): {content}"
+    return common_pb2.Message(
+        role=common_pb2.ROLE_TOOL, content=content, tool_call_id=result.tool_call_id, name=result.name
+    )
+
+
+def _error_result(
+    call: common_pb2.ToolCall, kind: common_pb2.ToolErrorKind.ValueType, content: str
+) -> common_pb2.ToolResult:
+    return common_pb2.ToolResult(
+        tool_call_id=call.id, name=call.name, content=content, is_error=True, error_kind=kind
+    )
+
+
+def cancelled_result(call: common_pb2.ToolCall) -> common_pb2.ToolResult:
+    """The result a call gets when the run is cancelled before it finished."""
+    return _error_result(call, common_pb2.TOOL_ERROR_KIND_CANCELLED, CANCELLED_RESULT)
+
+
+def needs_approval(state: RunState, ctx: RunContext, call: common_pb2.ToolCall) -> bool:
+    """Whether a call waits for a human: the tool says so, or the run names it (or "*")."""
+    spec = ctx.specs_by_name.get(call.name)
+    wanted = state.config.require_approval
+    return (spec is not None and spec.requires_approval) or call.name in wanted or "*" in wanted
+
+
+def injected_context(
+    state: RunState, calls: list[common_pb2.ToolCall], ctx: RunContext
+) -> common_pb2.InjectedContext:
+    """Values for injected parameters, built only when a called tool declares some (it costs a copy)."""
+    if not any(ctx.specs_by_name.get(c.name, common_pb2.ToolSpec()).injected_parameters for c in calls):
+        return common_pb2.InjectedContext()
+    conversation = [
+        {
+            "role": common_pb2.Role.Name(m.role).removeprefix("ROLE_").lower(),
+            "content": m.content,
+            **({"tool_call_id": m.tool_call_id} if m.tool_call_id else {}),
+            **(
+                {
+                    "tool_calls": [
+                        {"id": c.id, "name": c.name, "arguments": c.arguments_json} for c in m.tool_calls
+                    ]
+                }
+                if m.tool_calls
+                else {}
+            ),
+        }
+        for m in state.messages[1:]
+    ]
+    metadata = {
+        "step": state.current_step,
+        "max_steps": state.max_steps,
+        "tools_used": state.tools_used,
+        "llm_calls": state.llm_calls,
+    }
+    return common_pb2.InjectedContext(
+        user_id=state.user_id,
+        thread_id=state.thread_id,
+        run_id=state.run_id,
+        conversation_json=json.dumps(conversation, ensure_ascii=False),
+        run_metadata_json=json.dumps(metadata),
+    )
+
+
+class _Round:
+    """Bookkeeping of one tool round: results by call id, in completion order.
+
+    Results that stream in while a write is in flight are persisted together
+    (group commit): a result is still written before it is announced, but a
+    round of parallel calls costs one or two transactions instead of one each.
+    """
+
+    def __init__(self, state: RunState, ctx: RunContext) -> None:
+        self.state = state
+        self.ctx = ctx
+        self.finished: dict[str, common_pb2.ToolResult] = {}
+        self.order: list[common_pb2.ToolResult] = []
+        self._pending: list[common_pb2.ToolResult] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def _hooked(self, result: common_pb2.ToolResult) -> common_pb2.ToolResult:
+        hooks = self.state.config.hooks
+        if not hooks:
+            return result
+        results, changed = await call_hooks(hooks, "post_acting", hook_context(self.state), [result])
+        for name in changed:
+            self.ctx.sink.decision(
+                "hook", f"{name} changed the result of {result.name} ({result.tool_call_id})"
+            )
+        return results[0]
+
+    def _announce(self, result: common_pb2.ToolResult) -> None:
+        self.finished[result.tool_call_id] = result
+        self.order.append(result)
+        self.ctx.sink.tool_end(result)
+
+    async def finish(self, result: common_pb2.ToolResult) -> None:
+        """Apply post-acting hooks, persist, then announce one result."""
+        result = await self._hooked(result)
+        await self.ctx.journal.tool_results(self.state.run_id, [result])
+        self._announce(result)
+
+    def submit(self, result: common_pb2.ToolResult) -> None:
+        """Queue a streamed result; it is persisted (with any others waiting) and then announced."""
+        self._pending.append(result)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            batch = [await self._hooked(r) for r in batch]
+            await self.ctx.journal.tool_results(self.state.run_id, batch)
+            for result in batch:
+                self._announce(result)
+
+    async def drain(self) -> None:
+        """Wait until every submitted result is persisted and announced (re-raising a store failure)."""
+        while self._flusher is not None:
+            flusher = self._flusher
+            await flusher
+            if self._flusher is flusher:
+                self._flusher = None
+
+
+async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.ToolCall], rnd: _Round) -> None:
+    stream = ctx.tools.execute(
+        calls,
+        state.config.tool_timeout_s,
+        ctx.timeout(),
+        scope=state.run_id,
+        serial=state.config.serial_tools,
+        injected=injected_context(state, calls, ctx),
+    )
+    async for event in stream:
+        if event.HasField("started"):
+            started = event.started
+            ctx.sink.tool_start(started.name, started.arguments_json, started.tool_call_id)
+        else:
+            rnd.submit(event.finished)
+    await rnd.drain()
+
+
+def _check_final_answer(
+    state: RunState, call: common_pb2.ToolCall
+) -> tuple[common_pb2.ToolResult, str | None]:
+    """Check a final_answer call against the run's schema: (result for the model, canonical JSON if valid)."""
+    assert state.config.output_schema is not None
+    try:
+        value = json.loads(call.arguments_json or "{}")
+    except ValueError as exc:
+        message = (
+            f"final_answer arguments are not valid JSON: {exc}. Call final_answer again with a JSON object."
+        )
+        return _error_result(call, common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS, message), None
+    validator = jsonschema.Draft202012Validator(state.config.output_schema)
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    if errors:
+        problems = "; ".join(f"$.{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
+        message = (
+            f"The answer does not match the required schema: {problems}. Fix it and call final_answer again."
+        )
+        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
+    accepted = common_pb2.ToolResult(tool_call_id=call.id, name=call.name, content="Answer accepted.")
+    return accepted, json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _approval_verdicts(
+    state: RunState, calls: list[common_pb2.ToolCall]
+) -> tuple[list[common_pb2.ToolCall], dict[str, agent_pb2.ApprovalDecision]]:
+    decisions = {cid: agent_pb2.ApprovalDecision.FromString(raw) for cid, raw in state.approvals.items()}
+    return [c for c in calls if c.id not in decisions], decisions
+
+
+async def tools(state: RunState, ctx: RunContext) -> Update:
+    """Run the last assistant message's tool calls; every call gets exactly one result.
+
+    In order: calls that need a human decision pause the run (interrupt)
+    until Resume brings one; pre-acting hooks see the calls; the finish tool
+    of a structured-output run is validated here; the rest run in parallel
+    (or one by one with serial_tools) on the ToolService, each result
+    persisted as it arrives, so after a crash only unfinished calls run again.
+    Afterwards (seed 001's update_state_after_tool) the round's outcome sets
+    the flow-guidance hint and loop detection may stop the run.
+    """
+    calls = state.pending_tool_calls()
+    rnd = _Round(state, ctx)
+    for call in calls:
+        if (done := ctx.recorded_results.get(call.id)) is not None:
+            rnd.finished[call.id] = done
+            rnd.order.append(done)
+            ctx.sink.tool_end(done)
+    todo = [c for c in calls if c.id not in rnd.finished]
+
+    gated = [c for c in todo if needs_approval(state, ctx, c)]
+    undecided, decisions = _approval_verdicts(state, gated)
+    if undecided:
+        names = ", ".join(sorted({c.name for c in undecided}))
+        ctx.sink.interrupt(undecided, f"approval required for {names}")
+        ctx.sink.decision("approval", f"waiting for a decision on {len(undecided)} call(s): {names}")
+        return Update(awaiting_approval=True, stop_reason=STOP_PAUSED)
+
+    runnable: list[common_pb2.ToolCall] = []
+    structured_output: str | None = None
+    limits = state.config
+    for position, call in enumerate(todo):
+        if position >= limits.max_tool_calls_per_step:
+            limit = limits.max_tool_calls_per_step
+            message = f"Too many tool calls in one step (limit {limit}); call fewer at once."
+            await rnd.finish(_error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message))
+            continue
+        if len(call.arguments_json.encode()) > limits.max_argument_bytes:
+            message = f"The arguments are larger than {limits.max_argument_bytes} bytes; send less data."
+            await rnd.finish(_error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message))
+            continue
+        decision = decisions.get(call.id)
+        if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_REJECT:
+            reason = decision.reason or "no reason given"
+            await rnd.finish(
+                _error_result(call, common_pb2.TOOL_ERROR_KIND_REJECTED, f"Rejected by a person: {reason}")
+            )
+            continue
+        if state.config.output_schema is not None and call.name == FINAL_ANSWER_TOOL:
+            result, valid = _check_final_answer(state, call)
+            if valid is None:
+                ctx.sink.decision("structured_output_invalid", result.content)
+            structured_output = structured_output or valid
+            await rnd.finish(result)
+            continue
+        if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
+            edited = common_pb2.ToolCall()
+            edited.CopyFrom(call)
+            edited.arguments_json = decision.arguments_json
+            call = edited
+        runnable.append(call)
+    if runnable and state.config.hooks:
+        runnable, changed = await call_hooks(state.config.hooks, "pre_acting", hook_context(state), runnable)
+        for name in changed:
+            ctx.sink.decision("hook", f"{name} changed the tool calls before they ran")
+
+    cancelled = False
+    if runnable:
+        try:
+            await ctx.unless_cancelled(_execute(state, ctx, runnable, rnd))
+        except RunCancelled:
+            cancelled = True
+        await rnd.drain()  # results already received are persisted and announced, even on cancel
+    for call in calls:
+        if call.id not in rnd.finished:
+            # Cancelled, or dropped by a pre-acting hook: every call still gets a result.
+            await rnd.finish(cancelled_result(call))
+
+    update = Update(
+        messages=[tool_message(rnd.finished[c.id]) for c in calls],
+        tool_calls=calls,
+        tool_results=rnd.order,
+        steps=1,
+        awaiting_approval=False if state.awaiting_approval else None,
+        approvals={} if state.approvals else None,
+    )
+    if cancelled:
+        update.stop, update.stop_reason = True, STOP_CANCELLED
+        return update
+    if structured_output is not None:
+        update.stop, update.stop_reason = True, STOP_COMPLETED
+        update.structured_output_json = structured_output
+        return update
+    if state.current_step + 1 > state.max_steps:
+        # Only a structured-output run gets a round at the limit (its forced final_answer);
+        # an answer that still does not validate ends the run rather than extending it.
+        update.stop, update.stop_reason = True, STOP_MAX_STEPS
+        return update
+    _after_round(state, ctx, calls, rnd, update)
+    return update
+
+
+def _after_round(
+    state: RunState, ctx: RunContext, calls: list[common_pb2.ToolCall], rnd: _Round, update: Update
+) -> None:
+    """Flow guidance and loop detection from the round just finished (seed 001, seed 000 §6)."""
+    if state.config.flow_guidance:
+        rule = None
+        for call in calls:
+            result = rnd.finished[call.id]
+            on = "error" if result.is_error else "success"
+            spec = ctx.specs_by_name.get(call.name)
+            for candidate in spec.next_steps if spec is not None else ():
+                if candidate.on == on:
+                    rule = candidate
+        if rule is not None:
+            update.suggested_next_step, update.hint = rule.next_step, rule.hint
+            ctx.sink.decision("flow_guidance", f"{rule.next_step}: {rule.hint}")
+        elif state.hint or state.suggested_next_step:
+            update.suggested_next_step, update.hint = "", ""
+    rounds = rounds_of([*state.run_messages(), *update.messages])
+    period = detect_loop(rounds, state.config.loops)
+    if period:
+        detail = describe(rounds, period)
+        ctx.sink.decision("loop_detected", detail)
+        update.stop, update.stop_reason = True, STOP_LOOP
+        update.final_reply = f"I stopped because {detail}. Repeating them would not get closer to an answer."
