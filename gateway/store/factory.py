@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from gateway.store import migrate as migrations
-from gateway.store.sql import DEFAULT_LEASE_S, SqlStore, to_async_url
+from gateway.store.engine import to_async_url
+from gateway.store.sql import DEFAULT_LEASE_S, SqlStore
 
 DB_FILENAME = "agentloop.db"
 

@@ -17,7 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
-from gateway.store.sql import make_engine, to_async_url
+from gateway.store.engine import make_engine, to_async_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().with_name("migrations")
 
