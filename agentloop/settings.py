@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agentloop.loop_policy import LoopPolicy, parse_policies
+
 DEFAULT_GATEWAY_PORT = 50050
 DEFAULT_REASONER_PORT = 50051
 DEFAULT_TOOLS_PORT = 50052
@@ -55,6 +57,13 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0
 
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in _get(env, name, "").split(",") if item.strip())
+
+
+def _loop_policies(env: Mapping[str, str], name: str) -> tuple[tuple[str, LoopPolicy], ...]:
+    try:
+        return parse_policies(_get(env, name, ""), name)
+    except (TypeError, ValueError) as exc:
+        raise SettingError(str(exc)) from None
 
 
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -151,6 +160,8 @@ class GatewaySettings:
     max_run_s: float = 3600.0
     max_message_bytes: int = 32 * 1024 * 1024
     health_interval_s: float = 5.0
+    loop_policies: tuple[tuple[str, LoopPolicy], ...] = ()
+    """Loop-detection policies by tool name; each replaces the one the tool's spec declares."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -186,6 +197,7 @@ class GatewaySettings:
             max_run_s=_float(e, "AGENTLOOP_MAX_RUN_S", cls.max_run_s, minimum=0.1),
             max_message_bytes=_int(e, "AGENTLOOP_MAX_MESSAGE_BYTES", cls.max_message_bytes, minimum=1024),
             health_interval_s=_float(e, "AGENTLOOP_HEALTH_INTERVAL_S", cls.health_interval_s, minimum=0.05),
+            loop_policies=_loop_policies(e, "AGENTLOOP_LOOP_POLICIES"),
         )
 
 

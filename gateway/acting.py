@@ -16,7 +16,7 @@ import jsonschema
 
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import call_hooks
-from gateway.loops import describe, detect_loop, rounds_of
+from gateway.loop_detection import describe, detect_loop, rounds_of
 from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
 from gateway.state import (
     STOP_CANCELLED,
@@ -334,9 +334,9 @@ def _after_round(
         elif state.hint or state.suggested_next_step:
             update.suggested_next_step, update.hint = "", ""
     rounds = rounds_of([*state.run_messages(), *update.messages])
-    period = detect_loop(rounds, state.config.loops)
-    if period:
-        detail = describe(rounds, period)
+    loop = detect_loop(rounds, state.config.loops, ctx.specs_by_name)
+    if loop is not None:
+        detail = describe(loop)
         ctx.sink.decision("loop_detected", detail)
         update.stop, update.stop_reason = True, STOP_LOOP
         update.final_reply = f"I stopped because {detail}. Repeating them would not get closer to an answer."

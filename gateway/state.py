@@ -14,7 +14,7 @@ from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import Hook
-from gateway.loops import LoopSettings
+from gateway.loop_detection import LoopSettings
 
 DEFAULT_MAX_STEPS = 25
 

@@ -15,7 +15,7 @@ from agentloop.errors import InvalidArgument
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import HookRegistry
-from gateway.loops import MAX_PERIOD_LIMIT, LoopSettings
+from gateway.loop_detection import MAX_PERIOD_LIMIT, LoopSettings
 from gateway.state import RunConfig
 
 MAX_STEPS_LIMIT = 1000
@@ -63,7 +63,9 @@ def _output_schema(text: str) -> dict[str, object] | None:
     return schema
 
 
-def _loop_settings(options: agent_pb2.LoopDetection) -> LoopSettings:
+def _loop_settings(options: agent_pb2.LoopDetection, settings: GatewaySettings) -> LoopSettings:
+    # The similarity fields are deprecated and ignored, but still range-checked: a request
+    # that was refused before is refused now.
     for name in ("args_similarity", "result_similarity"):
         value = getattr(options, name)
         if math.isnan(value) or not 0.0 <= value <= 1.0:
@@ -72,7 +74,7 @@ def _loop_settings(options: agent_pb2.LoopDetection) -> LoopSettings:
         raise InvalidArgument(
             "options.loop_detection.max_period", f"must be between 1 and {MAX_PERIOD_LIMIT}"
         )
-    return LoopSettings.from_proto(options)
+    return LoopSettings.from_proto(options, settings.loop_policies)
 
 
 def run_config(
@@ -114,7 +116,7 @@ def run_config(
         temperature=temperature,
         context_budget_tokens=settings.context_budget_tokens,
         cancel_on_disconnect=options.cancel_on_disconnect,
-        loops=_loop_settings(options.loop_detection),
+        loops=_loop_settings(options.loop_detection, settings),
         output_schema=_output_schema(options.output_schema_json),
         serial_tools=options.serial_tools,
         require_approval=frozenset(options.require_approval),

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 from jsonschema import Draft202012Validator, ValidationError
 
+from agentloop.loop_policy import LoopPolicy
 from agentloop.v1 import common_pb2
 from tool_svc.schema import function_schema
 
@@ -82,6 +83,7 @@ class ToolOptions:
     timeout_s: float | None = None
     next_steps: tuple[NextStep, ...] = ()
     requires_approval: bool = False
+    loop_policy: LoopPolicy | None = None
 
 
 class ArgumentError(Exception):
@@ -103,6 +105,7 @@ def tool(
     timeout_s: float | None = None,
     next_steps: Iterable[NextStep] = (),
     requires_approval: bool = False,
+    loop_policy: LoopPolicy | None = None,
 ) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None,
@@ -113,12 +116,15 @@ def tool(
     timeout_s: float | None = None,
     next_steps: Iterable[NextStep] = (),
     requires_approval: bool = False,
+    loop_policy: LoopPolicy | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function as a tool, optionally overriding its name, description or timeout.
 
     ``next_steps`` are flow-guidance rules published with the tool (see
     NextStep); ``requires_approval`` tells the gateway to wait for a human
-    decision before running a call of it. The function itself is returned
+    decision before running a call of it; ``loop_policy`` tells loop detection
+    what it cannot guess (a poll tool's expected repeats, arguments that do not
+    matter, volatile result fields). The function itself is returned
     unchanged (still directly callable and testable); the registry reads the
     attached options when it registers it.
     """
@@ -130,6 +136,7 @@ def tool(
         timeout_s=timeout_s,
         next_steps=check_next_steps(next_steps),
         requires_approval=_check_flag(requires_approval),
+        loop_policy=_check_loop_policy(loop_policy),
     )
 
     def mark(target: F) -> F:
@@ -175,6 +182,12 @@ def _check_next_step(rule: NextStep) -> None:
         )
 
 
+def _check_loop_policy(value: object) -> LoopPolicy | None:
+    if value is not None and not isinstance(value, LoopPolicy):
+        raise TypeError(f"loop_policy must be a LoopPolicy, got {type(value).__name__}")
+    return value
+
+
 def _check_flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"requires_approval must be a bool, got {type(value).__name__}")
@@ -195,6 +208,7 @@ class Tool:
         "fn",
         "injected",
         "is_async",
+        "loop_policy",
         "name",
         "next_steps",
         "parameters",
@@ -211,6 +225,7 @@ class Tool:
         timeout_s: float | None = None,
         next_steps: Iterable[NextStep] | None = None,
         requires_approval: bool | None = None,
+        loop_policy: LoopPolicy | None = None,
     ) -> None:
         options = tool_options(fn) or ToolOptions()
         self.fn = fn
@@ -227,6 +242,7 @@ class Tool:
             self.requires_approval = _check_flag(
                 options.requires_approval if requires_approval is None else requires_approval
             )
+            self.loop_policy = _check_loop_policy(options.loop_policy if loop_policy is None else loop_policy)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"tool {self.name!r}: {exc}") from None
         self.parameters = derived.parameters
@@ -253,6 +269,7 @@ class Tool:
             next_steps=[rule.to_proto() for rule in self.next_steps],
             injected_parameters=[param for param, _kind in self.injected],
             requires_approval=self.requires_approval,
+            loop_policy=None if self.loop_policy is None else self.loop_policy.to_proto(),
         )
 
     def bind(self, arguments_json: str) -> dict[str, Any]:

@@ -23,6 +23,11 @@ if sys.version_info >= (3, 11):
 else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
+if sys.version_info >= (3, 13):
+    from warnings import deprecated as _deprecated
+else:
+    from typing_extensions import deprecated as _deprecated
+
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class _ConcurrencyPolicy:
@@ -259,15 +264,35 @@ class LoopDetection(_message.Message):
     MAX_PERIOD_FIELD_NUMBER: _builtins.int
     disabled: _builtins.bool
     """Turn loop detection off for the run."""
-    args_similarity: _builtins.float
-    """Two calls of the same tool count as repeats when their arguments are at
-    least this similar, in [0, 1]; 0 means 0.9.
-    """
-    result_similarity: _builtins.float
-    """... and their results at least this similar, in [0, 1]; 0 means 0.9."""
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def args_similarity(self) -> _builtins.float:
+        """Deprecated and ignored: calls are now compared by meaning (parsed JSON
+        arguments, identical results), not by character similarity. Still
+        checked to be in [0, 1] so that existing requests keep their meaning.
+        """
+
+    @args_similarity.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def args_similarity(self, value: _builtins.float) -> None:
+        """Deprecated and ignored: calls are now compared by meaning (parsed JSON
+        arguments, identical results), not by character similarity. Still
+        checked to be in [0, 1] so that existing requests keep their meaning.
+        """
+
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def result_similarity(self) -> _builtins.float:
+        """Deprecated and ignored, like args_similarity; in [0, 1]."""
+
+    @result_similarity.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def result_similarity(self, value: _builtins.float) -> None:
+        """Deprecated and ignored, like args_similarity; in [0, 1]."""
+
     max_period: _builtins.int
     """Longest cycle of tool rounds detected (1 = the same round twice in a
-    row, 2 = A,B,A,B); 0 means 2. At most 5.
+    row, 2 = A,B,A,B, 3 = A,B,C,A,B,C); 0 means 3. At most 5.
     """
     def __init__(
         self,

@@ -223,6 +223,7 @@ class ToolSpec(_message.Message):
     NEXT_STEPS_FIELD_NUMBER: _builtins.int
     INJECTED_PARAMETERS_FIELD_NUMBER: _builtins.int
     REQUIRES_APPROVAL_FIELD_NUMBER: _builtins.int
+    LOOP_POLICY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Unique tool name ([a-zA-Z0-9_-], at most 64 characters)."""
     description: _builtins.str
@@ -245,6 +246,13 @@ class ToolSpec(_message.Message):
         from the model; a model that sets one gets an INVALID_ARGUMENTS result.
         """
 
+    @_builtins.property
+    def loop_policy(self) -> Global___LoopPolicy:
+        """How loop detection judges repeated calls of this tool; unset = the
+        defaults (every argument counts, results must be identical, no repeat is
+        expected). The gateway's AGENTLOOP_LOOP_POLICIES replaces it per tool.
+        """
+
     def __init__(
         self,
         *,
@@ -254,14 +262,60 @@ class ToolSpec(_message.Message):
         next_steps: _abc.Iterable[Global___NextStepRule] | None = ...,
         injected_parameters: _abc.Iterable[_builtins.str] | None = ...,
         requires_approval: _builtins.bool = ...,
+        loop_policy: Global___LoopPolicy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["loop_policy", b"loop_policy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "injected_parameters", b"injected_parameters", "name", b"name", "next_steps", b"next_steps", "parameters_json_schema", b"parameters_json_schema", "requires_approval", b"requires_approval"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "injected_parameters", b"injected_parameters", "loop_policy", b"loop_policy", "name", b"name", "next_steps", b"next_steps", "parameters_json_schema", b"parameters_json_schema", "requires_approval", b"requires_approval"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ToolSpec: _TypeAlias = ToolSpec  # noqa: Y015
+
+@_typing.final
+class LoopPolicy(_message.Message):
+    """What loop detection must know about one tool that it cannot guess
+    (docs/loop-detection.md). Paths are dotted keys into a JSON object
+    ("reason", "meta.request_id"); "*" matches any key or array index.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IGNORE_ARGS_FIELD_NUMBER: _builtins.int
+    VOLATILE_RESULT_FIELDS_FIELD_NUMBER: _builtins.int
+    REPEAT_BUDGET_FIELD_NUMBER: _builtins.int
+    repeat_budget: _builtins.int
+    """How many times in a row the same call may return the same result before
+    it counts as a loop (a poll tool waiting for a job); 0 = none. At most 100.
+    """
+    @_builtins.property
+    def ignore_args(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Argument fields that do not change what a call asks for (a free-text
+        reason, a client request id): calls that differ only there count as the
+        same call.
+        """
+
+    @_builtins.property
+    def volatile_result_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Fields of a JSON result that change on every call without telling
+        anything new (timestamps, request ids): removed before results are
+        compared.
+        """
+
+    def __init__(
+        self,
+        *,
+        ignore_args: _abc.Iterable[_builtins.str] | None = ...,
+        volatile_result_fields: _abc.Iterable[_builtins.str] | None = ...,
+        repeat_budget: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ignore_args", b"ignore_args", "repeat_budget", b"repeat_budget", "volatile_result_fields", b"volatile_result_fields"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoopPolicy: _TypeAlias = LoopPolicy  # noqa: Y015
 
 @_typing.final
 class NextStepRule(_message.Message):
