@@ -166,7 +166,8 @@ def describe(loop: Loop) -> str:
         why += f", ignoring declared fields {', '.join(loop.ignored)}"
     if loop.budget:
         why += f"; at most {loop.budget} repeats are expected"
-    return f"the same tool calls {what} with the same results: {repeated} repeat {original} ({why})"
+    verb = "repeats" if loop.last_round == loop.first_round + loop.period else "repeat"
+    return f"the same tool calls {what} with the same results: {repeated} {verb} {original} ({why})"
 
 
 def _span(first: int, last: int) -> str:
