@@ -42,7 +42,9 @@ SCRIPT = Script(
             *(call("lookup", {"key": f"{i}-0"}) for i in range(10)),
             Turn(content="Done: {{last_tool}}"),
         ),
-        scenario("poll until done", *(call("poll_job", {"job": "build-1"}),) * 5, Turn(content="{{last_tool}}")),
+        scenario(
+            "poll until done", *(call("poll_job", {"job": "build-1"}),) * 5, Turn(content="{{last_tool}}")
+        ),
         scenario(
             "corrected retry",
             call("sql_query", {"query": "SELECT nope FROM customers"}),
