@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,8 +147,3 @@ def _path_ok(path: object) -> bool:
 
 def _usable(paths: Iterable[str]) -> tuple[str, ...]:
     return tuple(path for path in paths if _path_ok(path))[:MAX_PATHS]
-
-
-def policies_by_name(pairs: Iterable[tuple[str, LoopPolicy]]) -> Mapping[str, LoopPolicy]:
-    """The (tool name, policy) pairs of a setting as a mapping."""
-    return dict(pairs)

@@ -159,7 +159,7 @@ def describe(loop: Loop) -> str:
     repeated = _span(loop.first_round + loop.period, loop.last_round)
     original = _span(loop.first_round, loop.first_round + loop.period - 1)
     outcome = "error" if loop.errors else "result"
-    plural = "s" if len({name for tools in loop.tools for name in tools}) > 1 or len(loop.tools) > 1 else ""
+    plural = "s" if sum(len(tools) for tools in loop.tools) > 1 else ""
     calls = ", ".join(dict.fromkeys(name for tools in loop.tools for name in tools))
     why = f"{calls}: same arguments, same {outcome}{plural}"
     if loop.ignored:

@@ -89,6 +89,9 @@ def test_cycles_of_two_and_three_rounds() -> None:
 
 def test_parallel_rounds_compare_as_multisets() -> None:
     assert first_stop([[SEARCH, LOOKUP], [LOOKUP, SEARCH]]) == 2
+    loop = detect_loop(rounds_of(convo([SEARCH, LOOKUP], [LOOKUP, SEARCH])), LoopSettings())
+    assert loop is not None
+    assert describe(loop).endswith("round 2 repeats round 1 (lookup, search: same arguments, same results)")
     assert first_stop([[SEARCH, LOOKUP], [LOOKUP]]) is None
 
 
