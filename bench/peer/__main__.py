@@ -88,7 +88,8 @@ async def _phase(
     phase: Phase,
     repeat: int,
     doc: dict[str, Any],
-) -> list[str]:
+) -> list[tuple[str, str]]:
+    """Measure a phase's configurations; the (configuration, backend) pairs run without loop detection."""
     model = FakeModel(args.peer_python, args.peer_dir, phase.llm_ms, phase.tokens_per_s, args.tokens)
     model.start()
     try:
@@ -109,9 +110,17 @@ async def _phase(
                 )
             if phase.growth:
                 doc["growth"] = await _growth(peer, model, stacks, args.tokens)
-            return [f"{label} ({b})" for b, stack in stacks.items() for label in stack.loop_detection_off]
+            return [(label, b) for b, stack in stacks.items() for label in stack.loop_detection_off]
     finally:
         model.stop()
+
+
+def _where(pairs: list[tuple[str, str]]) -> str:
+    """'a, b (postgres, sqlite)' when every configuration is on both backends, else each pair."""
+    labels = list(dict.fromkeys(label for label, _ in pairs))
+    if set(pairs) == {(label, b) for label in labels for b in BACKENDS}:
+        return f"{', '.join(labels)} ({', '.join(BACKENDS)})"
+    return ", ".join(f"{label} ({b})" for label, b in dict.fromkeys(pairs))
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -122,7 +131,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         peer = Peer(args.peer_python, args.peer_dir, cluster.dsn, cluster.pid, args.tokens, args.floor)
         repeats: list[dict[str, Any]] = []
-        loop_off: list[str] = []
+        loop_off: list[tuple[str, str]] = []
         started = time.monotonic()
         for repeat in range(args.repeats):
             doc: dict[str, Any] = {"configs": {}, "growth": {}}
@@ -137,7 +146,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         notes.append(
             "agentloop's default loop detection stopped warm-up runs of this workload (rounds lookup 0-i, "
             "1-i, … with results value-for-… look alike to it), so it was turned off per run "
-            f"(RunOptions.loop_detection.disabled) in: {', '.join(dict.fromkeys(loop_off))}"
+            f"(RunOptions.loop_detection.disabled) in: {_where(loop_off)}"
         )
     notes.append(f"matrix wall time {wall:.0f} s, {args.repeats} repetition(s), QUICK={int(args.quick)}")
     notes.append(

@@ -233,7 +233,7 @@ def _fmt(value: Any, decimals: int = 1) -> str:
 def render_details(repeat: Repeat) -> str:
     """Every configuration of one repetition, system by system, with the figures behind the ratios."""
     header = (
-        "| config | system | ideal ms | p50 | p95 | p99 | runs/s | ovh/step ms | CPU ms/step "
+        "| config | system | ideal ms | p50 | p95 | p99 | runs/s | ovh/step ms | CPU ms/step (r / t / g) "
         "| PG CPU ms/step | model CPU ms/step | model calls (expected) | table B/run | payload B/run "
         "| WAL B/run | errors+invalid |"
     )
@@ -259,7 +259,7 @@ def render_details(repeat: Repeat) -> str:
                         _fmt(f["p99_ms"]),
                         _fmt(f["runs_per_s"], 2),
                         _fmt(overhead_per_step(repeat, label, system), 2),
-                        _fmt(cpu_per_step(repeat, label, system), 2),
+                        _cpu_cell(repeat, label, system),
                         _fmt(pg_cpu * 1000 / (runs * steps) if pg_cpu is not None else None, 2),
                         _fmt(float(f["llm_server"]["cpu_s"]) * 1000 / (runs * steps), 2),
                         f"{calls} ({f['llm_calls_expected']})"
@@ -274,6 +274,15 @@ def render_details(repeat: Repeat) -> str:
             )
         lines += _floor_lines(repeat, label)
     return "\n".join(lines)
+
+
+def _cpu_cell(repeat: Repeat, label: str, system: str) -> str:
+    """The system's CPU per step; for agentloop with reasoner / tools / gateway in brackets."""
+    total = _fmt(cpu_per_step(repeat, label, system), 2)
+    if system == "langgraph":
+        return total
+    by = figures(repeat, label, system)["cpu_ms_per_step_by_service"]
+    return f"{total} ({' / '.join(_fmt(float(v), 1) for v in by.values())})"
 
 
 FLOORS = (("floor", "LG's floor: bare openai loop"), ("floor_http", "LG's floor: bare HTTP loop"))
