@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
-.PHONY: help install proto check-proto lint format typecheck test unit bench bench-load run clean
+.PHONY: help install proto check-proto lint format typecheck test unit bench bench-load bench-peer run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -53,6 +53,22 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load
+
+# The peer harness (LangGraph driver, fake model) and its own venv: never the product's dependencies.
+PEER_BENCH ?= ../shared/peer-bench
+PEER_VENV := bench/peer/.venv
+QUICK ?= 0
+REPEATS ?= 1
+
+$(PEER_VENV)/.installed: $(wildcard $(PEER_BENCH)/requirements.txt)
+	@test -f $(PEER_BENCH)/requirements.txt || { echo "peer harness not found in $(PEER_BENCH); set PEER_BENCH=<folder>"; exit 2; }
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install --quiet -r $(PEER_BENCH)/requirements.txt
+	touch $@
+
+bench-peer: $(STAMP) $(PEER_VENV)/.installed ## LangGraph vs agentloop, same fake model, Postgres and matrix; ratio table, bench/results/peer.json (QUICK=1: smoke run)
+	$(BIN)/python -m bench.peer --peer-dir $(PEER_BENCH) --peer-python $(PEER_VENV)/bin/python \
+		--repeats $(REPEATS) $(if $(filter 1,$(QUICK)),--quick)
 
 run: $(STAMP) ## The demo: scripted model + three services as processes + a streamed question
 	$(BIN)/agentloop demo

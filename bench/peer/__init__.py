@@ -1,0 +1,1 @@
+"""Side-by-side benchmark against a peer framework (LangGraph) on one fake model and one Postgres cluster."""
