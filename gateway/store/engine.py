@@ -40,16 +40,24 @@ def _sqlite_memory(url: URL) -> bool:
 
 
 def make_engine(url: str, *, pool_size: int = 20, max_overflow: int = 10) -> AsyncEngine:
-    """An engine configured the way SqlStore relies on (also used by the migrations)."""
+    """An engine configured the way SqlStore relies on (also used by the migrations).
+
+    `hide_parameters`: bound values (users' text) never appear in SQLAlchemy's
+    logs or error messages; see `gateway.store.errors`.
+    """
     parsed = make_url(to_async_url(url))
     if parsed.get_backend_name() == "sqlite":
         if _sqlite_memory(parsed):
             # Every pooled connection would see its own empty database.
             raise ValueError("SqlStore needs an SQLite file, not an in-memory database")
-        engine = create_async_engine(parsed, pool_size=pool_size, max_overflow=max_overflow)
+        engine = create_async_engine(
+            parsed, pool_size=pool_size, max_overflow=max_overflow, hide_parameters=True
+        )
         _configure_sqlite(engine)
         return engine
-    return create_async_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    return create_async_engine(
+        parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True, hide_parameters=True
+    )
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
