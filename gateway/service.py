@@ -331,6 +331,7 @@ async def create_server(
             migrate=settings.db_migrate,
             pool_size=settings.db_pool_size,
             lease_s=settings.lease_s,
+            connect_s=settings.db_connect_s,
         )
     deps = Dependencies(
         settings.reasoner_addr,
