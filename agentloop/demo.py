@@ -38,6 +38,7 @@ class Child:
         self, name: str, argv: list[str], env: Mapping[str, str], stderr_path: str | None = None
     ) -> None:
         self.name = name
+        self.owns_log = stderr_path is None
         if stderr_path is None:
             fd, stderr_path = tempfile.mkstemp(prefix=f"agentloop-{name}-", suffix=".log")
             os.close(fd)
@@ -64,6 +65,12 @@ class Child:
             raise self.exited("exited before it was ready")
         self.stop()
         raise self.exited(f"did not start within {_START_TIMEOUT_S:g} s")
+
+    def discard_log(self) -> None:
+        """Remove the log file this child was given by default (a caller's own path is kept)."""
+        if self.owns_log:
+            with contextlib.suppress(OSError):
+                os.unlink(self.stderr_path)
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last `lines` lines the child wrote to its log."""
@@ -99,6 +106,7 @@ def services(env: Mapping[str, str], model_args: Sequence[str] = ()) -> Iterator
     cli = [sys.executable, "-m", "agentloop.cli"]
     children: list[Child] = []
     env = dict(env)
+    clean = False
     try:
         if not env.get("OPENAI_BASE_URL"):
             model_cmd = [sys.executable, "-m", "agentloop.scripted_model", "--port", "0", *model_args]
@@ -129,9 +137,12 @@ def services(env: Mapping[str, str], model_args: Sequence[str] = ()) -> Iterator
         for child in children:
             if child.proc.poll() is not None:
                 raise child.exited()
+        clean = True
     finally:
         for child in reversed(children):
             child.stop()
+            if clean:
+                child.discard_log()
 
 
 def run_demo(question: str | None, stream_mode: str, env: Mapping[str, str]) -> int:

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from sqlalchemy import NullPool, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
@@ -173,3 +175,21 @@ async def test_a_model_reply_with_nul_in_ids_content_and_arguments_completes(sta
     thread = await _thread(stack, "odd", "ana")
     assert thread.state.status == agent_pb2.RUN_STATUS_COMPLETED
     assert thread.messages[-1].content == "sum 3, tracked nul\x00inside, then\x00end"
+
+
+async def test_a_store_error_reaches_the_client_without_sql_or_bound_values(
+    stack: Stack, database_url: str
+) -> None:
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP TABLE memories"))
+    finally:
+        await engine.dispose()
+    events = await stack.run("remember that my pin is 4711", user_id="ana")
+    error = events[-1].error
+    assert (error.code, error.node) == ("INTERNAL", "memory_trigger")
+    assert "memories" in error.message  # the database's own account of what is wrong
+    assert "INSERT" not in error.message
+    assert "4711" not in error.message
+    assert "ana" not in error.message
