@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from agentloop.demo import ServiceExited, services
 
 pytestmark = pytest.mark.integration
 
@@ -80,3 +84,27 @@ def test_the_demo_says_why_a_service_exited(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert "error: gateway exited before it was ready (exit status 2); last lines of its log" in proc.stderr
     assert "configuration error: DATABASE_URL: unsupported database 'mysql'" in proc.stderr
+
+
+def test_the_demo_reports_a_service_that_died_while_it_ran(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTLOOP_", "DATABASE_"))}
+    env["AGENTLOOP_HOME"] = str(tmp_path)
+    with pytest.raises(ServiceExited) as info:
+        _kill_tools_while_the_demo_runs(env)
+    message = str(info.value)
+    assert message.startswith(f"tools exited (exit status {-signal.SIGKILL}); last lines of its log")
+    assert "listening on" in message  # its own log lines, not ours
+
+
+def _kill_tools_while_the_demo_runs(env: dict[str, str]) -> None:
+    with services(env) as ports:
+        os.kill(ports["tools_pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(ports["tools_pid"]):
+            assert time.monotonic() < deadline, "the killed service never exited"
+            time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Whether the child has not yet exited, asked without reaping it (the demo still must)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
