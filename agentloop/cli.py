@@ -21,7 +21,14 @@ import grpc
 from agentloop import logs
 from agentloop.render import EventRenderer
 from agentloop.security import TlsSettings, open_channel
-from agentloop.settings import GatewaySettings, ReasonerSettings, SettingError, ToolSettings, gateway_addr
+from agentloop.settings import (
+    GatewaySettings,
+    ReasonerSettings,
+    SettingError,
+    StartupError,
+    ToolSettings,
+    gateway_addr,
+)
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 
 if TYPE_CHECKING:
@@ -125,9 +132,11 @@ async def health(addr: str, service: str, timeout_s: float) -> int:
 async def database(args: argparse.Namespace) -> int:
     """`agentloop db upgrade|current|prune` against DATABASE_URL (or --url)."""
     from gateway.store import migrate
-    from gateway.store.factory import open_store, resolve_url
+    from gateway.store.factory import check_reachable, open_store, resolve_url
 
-    url = resolve_url(args.url or GatewaySettings.from_env().database_url or None)
+    settings = GatewaySettings.from_env()
+    url = resolve_url(args.url or settings.database_url or None)
+    await check_reachable(url, settings.db_connect_s)
     if args.action == "upgrade":
         await migrate.upgrade_async(url, args.revision)
         print(f"database at revision {await migrate.current_revision_async(url)}")
@@ -244,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

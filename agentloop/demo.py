@@ -2,21 +2,33 @@
 
 Each child binds port 0 and prints the port it got, so the demo never collides
 with something already listening; the children are stopped with SIGTERM (their
-graceful path) when the question has been answered.
+graceful path) when the question has been answered. Each child's log (stderr)
+goes to a file, so a child that exits early can say why: its exit status and
+its last log lines are reported (`ServiceExited`) instead of a bare failure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+
+from agentloop.settings import StartupError
 
 _PORT_LINE = re.compile(r"listening on (?:port |http://[^:]+:)(\d+)")
 _START_TIMEOUT_S = 60.0
+LOG_TAIL_LINES = 20
+
+
+class ServiceExited(StartupError):
+    """A child service stopped on its own: its exit status and the last lines of its log."""
 
 
 class Child:
@@ -26,9 +38,12 @@ class Child:
         self, name: str, argv: list[str], env: Mapping[str, str], stderr_path: str | None = None
     ) -> None:
         self.name = name
+        self.owns_log = stderr_path is None
+        if stderr_path is None:
+            fd, stderr_path = tempfile.mkstemp(prefix=f"agentloop-{name}-", suffix=".log")
+            os.close(fd)
         self.stderr_path = stderr_path
-        with contextlib.ExitStack() as files:
-            stderr = files.enter_context(open(stderr_path, "w")) if stderr_path else subprocess.DEVNULL
+        with open(stderr_path, "w") as stderr:
             self.proc = subprocess.Popen(
                 argv, env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True
             )
@@ -39,13 +54,37 @@ class Child:
         deadline = time.monotonic() + _START_TIMEOUT_S
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
-            if not line:
+            if not line:  # stdout closed: the child is exiting
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=5)
                 break
             match = _PORT_LINE.search(line)
             if match:
                 return int(match.group(1))
+        if self.proc.poll() is not None:
+            raise self.exited("exited before it was ready")
         self.stop()
-        raise RuntimeError(f"{self.name} did not start (exit code {self.proc.poll()})")
+        raise self.exited(f"did not start within {_START_TIMEOUT_S:g} s")
+
+    def discard_log(self) -> None:
+        """Remove the log file this child was given by default (a caller's own path is kept)."""
+        if self.owns_log:
+            with contextlib.suppress(OSError):
+                os.unlink(self.stderr_path)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+        """The last `lines` lines the child wrote to its log."""
+        with open(self.stderr_path, errors="replace") as log:
+            return [line.rstrip("\n") for line in deque(log, maxlen=lines)]
+
+    def exited(self, what: str | None = None) -> ServiceExited:
+        """ServiceExited for this child: `what` happened (default: it exited), its status, its log's tail."""
+        code = self.proc.poll()
+        status = "still running" if code is None else f"exit status {code}"
+        tail = "\n".join(f"  {line}" for line in self.log_tail()) or "  (its log is empty)"
+        return ServiceExited(
+            f"{self.name} {what or 'exited'} ({status}); last lines of its log ({self.stderr_path}):\n{tail}"
+        )
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL if it does not exit in time."""
@@ -67,6 +106,7 @@ def services(env: Mapping[str, str], model_args: Sequence[str] = ()) -> Iterator
     cli = [sys.executable, "-m", "agentloop.cli"]
     children: list[Child] = []
     env = dict(env)
+    clean = False
     try:
         if not env.get("OPENAI_BASE_URL"):
             model_cmd = [sys.executable, "-m", "agentloop.scripted_model", "--port", "0", *model_args]
@@ -94,9 +134,15 @@ def services(env: Mapping[str, str], model_args: Sequence[str] = ()) -> Iterator
         )
         children.append(gateway)
         yield {c.name: c.port for c in children} | {f"{c.name}_pid": c.proc.pid for c in children}
+        for child in children:
+            if child.proc.poll() is not None:
+                raise child.exited()
+        clean = True
     finally:
         for child in reversed(children):
             child.stop()
+            if clean:
+                child.discard_log()
 
 
 def run_demo(question: str | None, stream_mode: str, env: Mapping[str, str]) -> int:

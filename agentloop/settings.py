@@ -28,6 +28,48 @@ class SettingError(ValueError):
     """An environment variable holds a value of the wrong type or range."""
 
 
+class StartupError(RuntimeError):
+    """A service cannot start for a reason outside its own settings, such as a database it cannot reach.
+
+    The command line prints its message as one line and exits non-zero: the
+    message, not a traceback, is what an operator needs.
+    """
+
+
+DATABASE_URL_FORMS = (
+    "postgresql://user:password@host:5432/dbname or sqlite:///path/to/file.db "
+    "(unset: the embedded SQLite file)"
+)
+
+
+def check_database_url(url: str, name: str = "DATABASE_URL") -> None:
+    """SettingError unless `url` is a postgres/postgresql or sqlite URL with a scheme.
+
+    A bare path is refused rather than taken for an SQLite file: a value that
+    lost its scheme (a typo, an unexpanded template) would otherwise become a
+    new, empty database in the working directory, silently. The URL is never
+    echoed in full, as it may hold a password.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    if "://" not in url:
+        raise SettingError(f"{name} has no scheme; use {DATABASE_URL_FORMS}")
+    try:
+        backend = make_url(url).get_backend_name()
+    except (ArgumentError, ValueError):
+        raise SettingError(f"{name} is not a valid database URL; use {DATABASE_URL_FORMS}") from None
+    if backend not in ("postgres", "postgresql", "sqlite"):
+        raise SettingError(f"{name}: unsupported database {backend!r}; use {DATABASE_URL_FORMS}")
+
+
+def _database_url(env: Mapping[str, str], name: str) -> str:
+    url = _get(env, name, "")
+    if url:
+        check_database_url(url, name)
+    return url
+
+
 def _get(env: Mapping[str, str], name: str, default: str) -> str:
     value = env.get(name, "")
     return value if value != "" else default
@@ -143,6 +185,7 @@ class GatewaySettings:
     step_timeout_s: float = 300.0
     tools_cache_s: float = 5.0
     database_url: str = ""
+    db_connect_s: float = 10.0
     db_migrate: bool = True
     db_pool_size: int = 20
     lease_s: float = 30.0
@@ -177,7 +220,8 @@ class GatewaySettings:
             rpc_backoff_s=_float(e, "AGENTLOOP_RPC_BACKOFF_S", cls.rpc_backoff_s),
             step_timeout_s=_float(e, "AGENTLOOP_STEP_TIMEOUT_S", cls.step_timeout_s),
             tools_cache_s=_float(e, "AGENTLOOP_TOOLS_CACHE_S", cls.tools_cache_s),
-            database_url=_get(e, "DATABASE_URL", cls.database_url),
+            database_url=_database_url(e, "DATABASE_URL"),
+            db_connect_s=_float(e, "AGENTLOOP_DB_CONNECT_S", cls.db_connect_s),
             db_migrate=_bool(e, "AGENTLOOP_DB_MIGRATE", cls.db_migrate),
             db_pool_size=_int(e, "AGENTLOOP_DB_POOL_SIZE", cls.db_pool_size, minimum=1),
             lease_s=_float(e, "AGENTLOOP_LEASE_S", cls.lease_s, minimum=0.1),

@@ -18,7 +18,9 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from gateway.storable import storable
 from gateway.store import tables as t
+from gateway.store.errors import scrubbed
 
 _TRIGGER = re.compile(
     r"^\s*(?:please\s+)?remember\b(?:\s+that\b)?\s*[:,]?\s*(?P<en>.+)$|^\s*请?记住\s*[:：,，]?\s*(?P<zh>.+)$",
@@ -71,14 +73,16 @@ class MemoryStore:
         self._engine = engine
 
     async def add(self, user_id: str, text: str) -> Memory:
-        """Store a fact for a user."""
+        """Store a fact for a user (NUL, which Postgres text cannot hold, becomes U+FFFD)."""
+        text = storable(text)
         memory = Memory(uuid.uuid4().hex, user_id, text, datetime.now(UTC))
-        async with self._engine.begin() as conn:
-            await conn.execute(
-                insert(t.memories).values(
-                    memory_id=memory.memory_id, user_id=user_id, text=text, created_at=memory.created_at
+        with scrubbed():
+            async with self._engine.begin() as conn:
+                await conn.execute(
+                    insert(t.memories).values(
+                        memory_id=memory.memory_id, user_id=user_id, text=text, created_at=memory.created_at
+                    )
                 )
-            )
         return memory
 
     async def list(self, user_id: str) -> list[Memory]:
@@ -86,16 +90,20 @@ class MemoryStore:
         query = (
             select(t.memories).where(t.memories.c.user_id == user_id).order_by(t.memories.c.created_at.desc())
         )
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(query)).mappings().all()
+        with scrubbed():
+            async with self._engine.connect() as conn:
+                rows = (await conn.execute(query)).mappings().all()
         return [Memory(r["memory_id"], r["user_id"], r["text"], _aware(r["created_at"])) for r in rows]
 
     async def delete(self, user_id: str, memory_id: str) -> bool:
         """Delete one fact; False when the user has no such fact."""
-        async with self._engine.begin() as conn:
-            result = await conn.execute(
-                delete(t.memories).where(t.memories.c.user_id == user_id, t.memories.c.memory_id == memory_id)
-            )
+        with scrubbed():
+            async with self._engine.begin() as conn:
+                result = await conn.execute(
+                    delete(t.memories).where(
+                        t.memories.c.user_id == user_id, t.memories.c.memory_id == memory_id
+                    )
+                )
         return bool(result.rowcount)
 
 

@@ -171,7 +171,7 @@ class RunManager:
         """NOT_FOUND unless the thread exists and belongs to `user_id`."""
         if not thread_id:
             raise InvalidArgument("thread_id", "must not be empty")
-        thread = await self._store.get_thread(thread_id)
+        thread = await self._store.get_thread(thread_id, user_id=user_id)
         if thread is None or thread.user_id != user_id:
             raise NotFound(f"thread {thread_id!r} not found")
 
@@ -192,7 +192,7 @@ class RunManager:
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         thread_id = request.thread_id or uuid.uuid4().hex
-        thread = await self._store.get_thread(thread_id)
+        thread = await self._store.get_thread(thread_id, user_id=request.user_id)
         if thread is not None and thread.user_id != request.user_id:
             raise NotFound(f"thread {thread_id!r} not found")
         if thread is not None and thread.message_count and request.history:
@@ -202,7 +202,7 @@ class RunManager:
             if thread.user_id != request.user_id:
                 raise NotFound(f"thread {thread_id!r} not found")
         else:
-            latest = await self._store.latest_run(thread_id)
+            latest = await self._store.latest_run(thread_id, user_id=request.user_id)
             if latest is not None and latest.status == RunStatus.PAUSED:
                 raise Aborted(
                     f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
@@ -218,9 +218,26 @@ class RunManager:
         if not streaming:
             stored.options.stream_mode = agent_pb2.STREAM_MODE_NONE
         run_id = uuid.uuid4().hex
-        await self._store.create_run(run_id, thread_id, request.user_id, stored.SerializeToString())
-        await self._start_when_free(run_id, thread_id, request.options.concurrency)
-        history = await self._store.thread_messages(thread_id)
+        enqueue = request.options.concurrency == agent_pb2.CONCURRENCY_POLICY_ENQUEUE
+        try:
+            # Unless it may wait, the run is created already started: a refused
+            # one is never stored, so it never shows as the thread's latest run.
+            await self._store.create_run(
+                run_id,
+                thread_id,
+                request.user_id,
+                stored.SerializeToString(),
+                owner=None if enqueue else self.instance_id,
+                lease_s=self._settings.lease_s,
+            )
+        except ThreadBusy:
+            raise Aborted(
+                f"thread {thread_id!r} already has an active run "
+                "(options.concurrency=REJECT; use ENQUEUE to wait for it)"
+            ) from None
+        if enqueue:
+            await self._start_when_free(run_id, thread_id, request.options.concurrency)
+        history = await self._store.thread_messages(thread_id, user_id=request.user_id)
         state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
         state.messages = [
             common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
@@ -285,7 +302,7 @@ class RunManager:
             raise InvalidArgument(
                 "decisions", f"run {row.run_id!r} is waiting for approval: give one per pending call"
             )
-        history = await self._store.thread_messages(row.thread_id)
+        history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
         pending = {c.id for c in (history[-1].tool_calls if history else ())}
         out: dict[str, bytes] = {}
         for i, decision in enumerate(decisions):
@@ -317,7 +334,7 @@ class RunManager:
         config = run_config(request.options, self._settings, force_no_stream=False, hooks=self.hooks)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         checkpoint = await self._store.latest_checkpoint(run_id)
-        history = await self._store.thread_messages(row.thread_id)
+        history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
         state = RunState(run_id=run_id, thread_id=row.thread_id, user_id=row.user_id, config=config)
         state.messages = [
             common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),

@@ -174,7 +174,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         request.user_id = effective_user(request.user_id)
         store = self.manager.store
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
-        thread = await store.get_thread(request.thread_id)
+        thread = await store.get_thread(request.thread_id, user_id=request.user_id)
         assert thread is not None
         response = agent_pb2.GetThreadResponse(
             thread_id=thread.thread_id,
@@ -186,15 +186,22 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             run_id, index = parse_checkpoint_id(request.checkpoint_id, "checkpoint_id")
             checkpoint = await store.get_checkpoint(run_id, index)
             run = await store.get_run(run_id)
-            if checkpoint is None or run is None or run.thread_id != thread.thread_id:
+            if (
+                checkpoint is None
+                or run is None
+                or run.user_id != thread.user_id
+                or run.thread_id != thread.thread_id
+            ):
                 raise NotFound(f"checkpoint {request.checkpoint_id!r} not found in this thread")
             response.messages.extend(
-                await store.thread_messages(thread.thread_id, checkpoint.record.message_count)
+                await store.thread_messages(
+                    thread.thread_id, checkpoint.record.message_count, user_id=thread.user_id
+                )
             )
             response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
             return response
-        response.messages.extend(await store.thread_messages(thread.thread_id))
-        run = await store.latest_run(thread.thread_id)
+        response.messages.extend(await store.thread_messages(thread.thread_id, user_id=thread.user_id))
+        run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
         if run is not None:
             latest = await store.latest_checkpoint(run.run_id)
             response.state.CopyFrom(run_info(run, latest, self.manager.default_max_steps))
@@ -216,7 +223,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         size = request.page_size or DEFAULT_PAGE_SIZE
         after = int(request.page_token or 0)
         rows = await self.manager.store.list_checkpoints(
-            request.thread_id, request.run_id or None, after, size + 1
+            request.thread_id, request.run_id or None, after, size + 1, user_id=request.user_id
         )
         response = agent_pb2.ListCheckpointsResponse(
             checkpoints=[checkpoint_to_proto(r) for r in rows[:size]]
@@ -324,6 +331,7 @@ async def create_server(
             migrate=settings.db_migrate,
             pool_size=settings.db_pool_size,
             lease_s=settings.lease_s,
+            connect_s=settings.db_connect_s,
         )
     deps = Dependencies(
         settings.reasoner_addr,

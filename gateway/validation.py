@@ -17,6 +17,7 @@ from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import HookRegistry
 from gateway.loop_detection import MAX_PERIOD_LIMIT, LoopSettings
 from gateway.state import RunConfig
+from gateway.storable import check_storable
 
 MAX_STEPS_LIMIT = 1000
 MAX_INPUT_CHARS = 1_000_000
@@ -136,6 +137,7 @@ def new_turn_messages(request: RunLikeRequest) -> list[common_pb2.Message]:
         raise InvalidArgument("input", f"is longer than {MAX_INPUT_CHARS} characters")
     if len(request.history) > MAX_HISTORY_MESSAGES:
         raise InvalidArgument("history", f"has more than {MAX_HISTORY_MESSAGES} messages")
+    _check_storable_text(request)
     open_calls: set[str] = set()
     for i, msg in enumerate(request.history):
         if msg.role not in _HISTORY_ROLES:
@@ -160,3 +162,18 @@ def new_turn_messages(request: RunLikeRequest) -> list[common_pb2.Message]:
         raise InvalidArgument("history", "ends with tool calls that have no results")
     question = common_pb2.Message(role=common_pb2.ROLE_USER, content=request.input)
     return [*request.history, question]
+
+
+def _check_storable_text(request: RunLikeRequest) -> None:
+    """The question and the seed history hold only text both databases can store (no NUL).
+
+    Refused rather than repaired: it is the client's own text, and a fact
+    remembered from it ("remember that …") goes to a text column as is.
+    """
+    check_storable("input", request.input)
+    for i, msg in enumerate(request.history):
+        for name in ("content", "tool_call_id", "name"):
+            check_storable(f"history[{i}].{name}", getattr(msg, name))
+        for j, call in enumerate(msg.tool_calls):
+            for name in ("id", "name", "arguments_json"):
+                check_storable(f"history[{i}].tool_calls[{j}].{name}", getattr(call, name))

@@ -140,25 +140,45 @@ class Store(abc.ABC):
     """
 
     # --- threads -----------------------------------------------------------
+    # A thread is named by its user and the client's id together (see
+    # `gateway.store.scope`): users' thread ids never collide, so one user's
+    # ids neither leak to nor block another.
     @abc.abstractmethod
-    async def get_thread(self, thread_id: str) -> ThreadRow | None:
-        """The thread, or None."""
+    async def get_thread(self, thread_id: str, *, user_id: str) -> ThreadRow | None:
+        """`user_id`'s thread `thread_id`, or None."""
         ...
 
     @abc.abstractmethod
     async def create_thread(self, thread_id: str, user_id: str) -> ThreadRow:
-        """Create a thread; returns the existing row unchanged if it already exists."""
+        """Create `user_id`'s thread; returns the existing row unchanged if it already exists."""
         ...
 
     @abc.abstractmethod
-    async def thread_messages(self, thread_id: str, limit: int | None = None) -> list[common_pb2.Message]:
+    async def thread_messages(
+        self, thread_id: str, limit: int | None = None, *, user_id: str
+    ) -> list[common_pb2.Message]:
         """The thread's messages, oldest first; with `limit`, only the first `limit` of them."""
         ...
 
     # --- runs --------------------------------------------------------------
     @abc.abstractmethod
-    async def create_run(self, run_id: str, thread_id: str, user_id: str, request: bytes) -> RunRow:
-        """Insert a QUEUED run."""
+    async def create_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        user_id: str,
+        request: bytes,
+        *,
+        owner: str | None = None,
+        lease_s: float = 30.0,
+    ) -> RunRow:
+        """Insert a QUEUED run; with `owner`, a RUNNING one leased to `owner` for `lease_s`.
+
+        Creating a run already started is how a run that must not wait (the
+        REJECT policy) is admitted: on a thread that has a RUNNING run it
+        raises ThreadBusy and leaves no run behind, so a refused request never
+        shows up as the thread's latest run.
+        """
         ...
 
     @abc.abstractmethod
@@ -176,7 +196,7 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def latest_run(self, thread_id: str) -> RunRow | None:
+    async def latest_run(self, thread_id: str, *, user_id: str) -> RunRow | None:
         """The thread's most recently created run, or None."""
         ...
 
@@ -260,7 +280,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def list_checkpoints(
-        self, thread_id: str, run_id: str | None, after_position: int, limit: int
+        self, thread_id: str, run_id: str | None, after_position: int, limit: int, *, user_id: str
     ) -> list[CheckpointRow]:
         """A thread's checkpoints in write order with position > after_position (0 = from the start)."""
         ...
@@ -280,8 +300,9 @@ class Store(abc.ABC):
     async def prune(self, keep_last: int, idle_ttl_s: float | None) -> PruneStats:
         """Keep each run's newest `keep_last` checkpoints (never the newest one); drop idle threads.
 
-        A thread idle longer than `idle_ttl_s` (by updated_at) with no QUEUED or
-        RUNNING run is deleted with everything under it.
+        A thread idle longer than `idle_ttl_s` (by updated_at) whose runs are all
+        over (none QUEUED, RUNNING or PAUSED) is deleted with everything under
+        it: a run waiting for a human's approval may wait longer than any TTL.
         """
         ...
 

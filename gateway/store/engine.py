@@ -12,6 +12,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from agentloop.settings import check_database_url
+
 SQLITE_BUSY_TIMEOUT_MS = 5000
 BEGIN_OPTION = "agentloop_sqlite_begin"
 
@@ -20,18 +22,15 @@ def to_async_url(url: str) -> str:
     """The same database behind the async driver SqlStore needs (asyncpg / aiosqlite).
 
     Accepts what people paste from elsewhere: `postgres://`, `postgresql://`,
-    `postgresql+psycopg://`, `sqlite:///file`, or a bare file path.
+    `postgresql+psycopg://`, `sqlite:///file`. Anything else, a bare file path
+    included, raises SettingError (a ValueError) saying which forms work.
     """
-    if "://" not in url:
-        return f"sqlite+aiosqlite:///{url}"
+    check_database_url(url, "database URL")
     parsed = make_url(url)
-    backend = parsed.drivername.split("+", 1)[0]
-    if backend in ("postgres", "postgresql"):
-        parsed = parsed.set(drivername="postgresql+asyncpg")
-    elif backend == "sqlite":
+    if parsed.get_backend_name() == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
     else:
-        raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use postgresql or sqlite")
+        parsed = parsed.set(drivername="postgresql+asyncpg")
     return parsed.render_as_string(hide_password=False)
 
 
@@ -40,16 +39,24 @@ def _sqlite_memory(url: URL) -> bool:
 
 
 def make_engine(url: str, *, pool_size: int = 20, max_overflow: int = 10) -> AsyncEngine:
-    """An engine configured the way SqlStore relies on (also used by the migrations)."""
+    """An engine configured the way SqlStore relies on (also used by the migrations).
+
+    `hide_parameters`: bound values (users' text) never appear in SQLAlchemy's
+    logs or error messages; see `gateway.store.errors`.
+    """
     parsed = make_url(to_async_url(url))
     if parsed.get_backend_name() == "sqlite":
         if _sqlite_memory(parsed):
             # Every pooled connection would see its own empty database.
             raise ValueError("SqlStore needs an SQLite file, not an in-memory database")
-        engine = create_async_engine(parsed, pool_size=pool_size, max_overflow=max_overflow)
+        engine = create_async_engine(
+            parsed, pool_size=pool_size, max_overflow=max_overflow, hide_parameters=True
+        )
         _configure_sqlite(engine)
         return engine
-    return create_async_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    return create_async_engine(
+        parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True, hide_parameters=True
+    )
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy import BigInteger, ColumnElement, FromClause, RowMapping, case, 
 from agentloop.v1 import checkpoint_pb2
 from gateway.store import tables as t
 from gateway.store.base import CheckpointRow, RunRow, RunStatus, ThreadRow
+from gateway.store.scope import client_thread_id
 
 RUNNING = RunStatus.RUNNING.value
 QUEUED = RunStatus.QUEUED.value
@@ -35,7 +36,7 @@ def expired(now: datetime, runs: FromClause = t.runs) -> ColumnElement[bool]:
 
 def thread_row(row: RowMapping) -> ThreadRow:
     return ThreadRow(
-        thread_id=row["thread_id"],
+        thread_id=client_thread_id(row["thread_id"]),
         user_id=row["user_id"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -46,7 +47,7 @@ def thread_row(row: RowMapping) -> ThreadRow:
 def run_row(row: RowMapping) -> RunRow:
     return RunRow(
         run_id=row["run_id"],
-        thread_id=row["thread_id"],
+        thread_id=client_thread_id(row["thread_id"]),
         user_id=row["user_id"],
         status=RunStatus(row["status"]),
         request=bytes(row["request"]),
@@ -63,7 +64,7 @@ def run_row(row: RowMapping) -> RunRow:
 def checkpoint_row(row: RowMapping) -> CheckpointRow:
     return CheckpointRow(
         run_id=row["run_id"],
-        thread_id=row["thread_id"],
+        thread_id=client_thread_id(row["thread_id"]),
         index=row["idx"],
         record=checkpoint_pb2.CheckpointRecord.FromString(row["record"]),
         delta_bytes=row["delta_bytes"],
@@ -89,7 +90,7 @@ def sqlite_run_row(values: Sequence[Any]) -> RunRow:
     """A RunRow from a `hotpath._RUN_COLUMNS` tuple as sqlite3 returns it (text timestamps, 0/1 booleans)."""
     return RunRow(
         run_id=values[0],
-        thread_id=values[1],
+        thread_id=client_thread_id(values[1]),
         user_id=values[2],
         status=RunStatus(values[3]),
         request=bytes(values[4]),

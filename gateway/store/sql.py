@@ -42,6 +42,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from agentloop.errors import FailedPrecondition, NotFound
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.storable import storable
 from gateway.store import tables as t
 from gateway.store.base import (
     CheckpointRow,
@@ -56,6 +57,7 @@ from gateway.store.base import (
     ThreadRow,
 )
 from gateway.store.engine import BEGIN_OPTION, SQLITE_BUSY_TIMEOUT_MS, make_engine, to_async_url
+from gateway.store.errors import scrubbed
 from gateway.store.hotpath import (
     PG_RECORD_TOOL_RESULTS,
     PG_WRITE_CHECKPOINT,
@@ -77,6 +79,7 @@ from gateway.store.rows import (
     thread_row,
     utc_now,
 )
+from gateway.store.scope import thread_key
 
 # Re-exported: callers import these from here since before the split.
 __all__ = ["DEFAULT_LEASE_S", "SQLITE_BUSY_TIMEOUT_MS", "SqlStore", "make_engine", "to_async_url"]
@@ -121,18 +124,20 @@ class SqlStore(Store):
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
         """A transaction that will write: commits on success, rolls back on any exception."""
-        if self._sqlite_writer is None:
-            async with self._writer.begin() as conn:
+        with scrubbed():
+            if self._sqlite_writer is None:
+                async with self._writer.begin() as conn:
+                    yield conn
+                return
+            async with self._sqlite_writer, self._writer.begin() as conn:
                 yield conn
-            return
-        async with self._sqlite_writer, self._writer.begin() as conn:
-            yield conn
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
         """A plain (deferred) transaction, rolled back on exit: readers never queue behind writers."""
-        async with self._engine.connect() as conn:
-            yield conn
+        with scrubbed():
+            async with self._engine.connect() as conn:
+                yield conn
 
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[Any]:
@@ -192,10 +197,11 @@ class SqlStore(Store):
         return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
 
     # --- threads -----------------------------------------------------------
-    async def get_thread(self, thread_id: str) -> ThreadRow | None:
+    async def get_thread(self, thread_id: str, *, user_id: str) -> ThreadRow | None:
+        key = thread_key(user_id, thread_id)
         async with self._read() as conn:
             row = (
-                (await conn.execute(select(t.threads).where(t.threads.c.thread_id == thread_id)))
+                (await conn.execute(select(t.threads).where(t.threads.c.thread_id == key)))
                 .mappings()
                 .one_or_none()
             )
@@ -203,23 +209,22 @@ class SqlStore(Store):
 
     async def create_thread(self, thread_id: str, user_id: str) -> ThreadRow:
         now = utc_now()
+        key = thread_key(user_id, thread_id)
         async with self._write() as conn:
             await conn.execute(
                 self._insert_ignoring(t.threads, "thread_id").values(
-                    thread_id=thread_id, user_id=user_id, created_at=now, updated_at=now, message_count=0
+                    thread_id=key, user_id=user_id, created_at=now, updated_at=now, message_count=0
                 )
             )
-            row = (
-                (await conn.execute(select(t.threads).where(t.threads.c.thread_id == thread_id)))
-                .mappings()
-                .one()
-            )
+            row = (await conn.execute(select(t.threads).where(t.threads.c.thread_id == key))).mappings().one()
         return thread_row(row)
 
-    async def thread_messages(self, thread_id: str, limit: int | None = None) -> list[common_pb2.Message]:
+    async def thread_messages(
+        self, thread_id: str, limit: int | None = None, *, user_id: str
+    ) -> list[common_pb2.Message]:
         stmt = (
             select(t.messages.c.data)
-            .where(t.messages.c.thread_id == thread_id)
+            .where(t.messages.c.thread_id == thread_key(user_id, thread_id))
             .order_by(t.messages.c.idx)
             .limit(limit)
         )
@@ -228,15 +233,30 @@ class SqlStore(Store):
         return [common_pb2.Message.FromString(data) for data in rows]
 
     # --- runs --------------------------------------------------------------
-    async def create_run(self, run_id: str, thread_id: str, user_id: str, request: bytes) -> RunRow:
-        """Raises NotFound for an unknown thread, FailedPrecondition for a duplicate run_id."""
+    async def create_run(
+        self,
+        run_id: str,
+        thread_id: str,
+        user_id: str,
+        request: bytes,
+        *,
+        owner: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> RunRow:
+        """Raises NotFound for an unknown thread, FailedPrecondition for a duplicate run_id.
+
+        With `owner` the run is inserted RUNNING under that owner, or not at all
+        (ThreadBusy) when the thread already has a RUNNING run.
+        """
         now = utc_now()
+        started = owner is not None
+        key = thread_key(user_id, thread_id)
         try:
             async with self._write() as conn:
                 # Touching the thread also keeps prune() from deleting it
                 # between this run's creation and its start.
                 touched = await conn.execute(
-                    update(t.threads).where(t.threads.c.thread_id == thread_id).values(updated_at=now)
+                    update(t.threads).where(t.threads.c.thread_id == key).values(updated_at=now)
                 )
                 if touched.rowcount == 0:
                     raise NotFound(f"thread {thread_id} not found")
@@ -246,12 +266,12 @@ class SqlStore(Store):
                             t.runs.insert()
                             .values(
                                 run_id=run_id,
-                                thread_id=thread_id,
+                                thread_id=key,
                                 user_id=user_id,
-                                status=QUEUED,
+                                status=RUNNING if started else QUEUED,
                                 request=request,
-                                owner=None,
-                                lease_expires_at=None,
+                                owner=owner,
+                                lease_expires_at=now + timedelta(seconds=lease_s) if started else None,
                                 cancel_requested=False,
                                 checkpoint_count=0,
                                 last_sequence=0,
@@ -265,7 +285,10 @@ class SqlStore(Store):
                     .one()
                 )
         except IntegrityError:
-            raise FailedPrecondition(f"run {run_id} already exists") from None
+            # The primary key, or (started) the one-RUNNING-run-per-thread index.
+            if not started or await self.get_run(run_id) is not None:
+                raise FailedPrecondition(f"run {run_id} already exists") from None
+            raise ThreadBusy(f"thread {thread_id} already has a running run") from None
         return run_row(row)
 
     async def start_run(self, run_id: str, owner: str, lease_s: float) -> RunRow:
@@ -310,10 +333,10 @@ class SqlStore(Store):
             )
         return None if row is None else run_row(row)
 
-    async def latest_run(self, thread_id: str) -> RunRow | None:
+    async def latest_run(self, thread_id: str, *, user_id: str) -> RunRow | None:
         stmt = (
             select(t.runs)
-            .where(t.runs.c.thread_id == thread_id)
+            .where(t.runs.c.thread_id == thread_key(user_id, thread_id))
             .order_by(t.runs.c.created_at.desc(), t.runs.c.run_id.desc())
             .limit(1)
         )
@@ -414,7 +437,9 @@ class SqlStore(Store):
 
         One statement (one round trip) on Postgres, one call into the
         connection's thread on SQLite, whatever the batch size: a step's
-        parallel calls cost about what one call does.
+        parallel calls cost about what one call does. The call id column, the
+        first-write-wins key, holds the id's storable form (a model may emit
+        NUL, which Postgres text refuses); the result itself keeps the id as is.
         """
         if not results:
             return
@@ -427,27 +452,30 @@ class SqlStore(Store):
                     owner,
                     now + timedelta(seconds=self.lease_s),
                     now,
-                    [r.tool_call_id for r in results],
+                    [storable(r.tool_call_id) for r in results],
                     [r.SerializeToString() for r in results],
                 )
         else:
             owned = await self._sqlite_transaction(
                 sqlite_record_tool_results,
                 (sqlite_text(now + timedelta(seconds=self.lease_s)), sqlite_text(now), run_id, owner),
-                [(run_id, r.tool_call_id, r.SerializeToString()) for r in results],
+                [(run_id, storable(r.tool_call_id), r.SerializeToString()) for r in results],
             )
         if not owned:
             raise LeaseLost(f"run {run_id} is not running under owner {owner}")
 
     async def tool_results(self, run_id: str) -> dict[str, common_pb2.ToolResult]:
         stmt = (
-            select(t.tool_results.c.tool_call_id, t.tool_results.c.data)
+            select(t.tool_results.c.data)
             .where(t.tool_results.c.run_id == run_id)
             .order_by(t.tool_results.c.position)
         )
         async with self._read() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return {call_id: common_pb2.ToolResult.FromString(data) for call_id, data in rows}
+            rows = (await conn.execute(stmt)).scalars().all()
+        # Keyed by the id inside the result, not the column: the column holds
+        # its storable form (see record_tool_results).
+        results = [common_pb2.ToolResult.FromString(data) for data in rows]
+        return {r.tool_call_id: r for r in results}
 
     async def request_cancel(self, run_id: str) -> RunRow:
         """Raises NotFound for an unknown run."""
@@ -600,12 +628,12 @@ class SqlStore(Store):
         return None if row is None else checkpoint_row(row)
 
     async def list_checkpoints(
-        self, thread_id: str, run_id: str | None, after_position: int, limit: int
+        self, thread_id: str, run_id: str | None, after_position: int, limit: int, *, user_id: str
     ) -> list[CheckpointRow]:
         cps = t.checkpoints.c
         stmt = (
             select(t.checkpoints)
-            .where(cps.thread_id == thread_id, cps.position > after_position)
+            .where(cps.thread_id == thread_key(user_id, thread_id), cps.position > after_position)
             .order_by(cps.position)
             .limit(limit)
         )
@@ -661,7 +689,7 @@ class SqlStore(Store):
                     select(t.runs.c.run_id)
                     .where(
                         t.runs.c.thread_id == t.threads.c.thread_id,
-                        t.runs.c.status.in_(t.ACTIVE_STATUSES),
+                        t.runs.c.status.in_(t.UNENDED_STATUSES),
                     )
                     .exists()
                 )

@@ -40,6 +40,8 @@ NAMING_CONVENTION = {
 
 RUNNING = "running"
 ACTIVE_STATUSES = ("queued", "running")
+UNENDED_STATUSES = (*ACTIVE_STATUSES, "paused")
+"""Statuses of a run that is not over: retention never deletes a thread holding one."""
 
 # SQLite only turns an INTEGER PRIMARY KEY into a rowid alias (and so an
 # autoincrementing key) when the type is spelled exactly INTEGER.

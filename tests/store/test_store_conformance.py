@@ -12,6 +12,7 @@ from sqlalchemy import text
 from agentloop.errors import FailedPrecondition, NotFound
 from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
 from gateway.store.base import CheckpointWrite, LeaseLost, RunRow, RunStatus, ThreadBusy
+from gateway.store.scope import thread_key
 from gateway.store.sql import SqlStore
 
 USER = "user-1"
@@ -65,21 +66,21 @@ def is_utc(value: datetime | None) -> bool:
 
 
 async def test_create_thread_is_idempotent_and_timestamps_are_aware_utc(store: SqlStore) -> None:
-    assert await store.get_thread("t1") is None
+    assert await store.get_thread("t1", user_id=USER) is None
     first = await store.create_thread("t1", USER)
-    again = await store.create_thread("t1", "someone-else")
+    again = await store.create_thread("t1", USER)
     assert again == first
     assert first.user_id == USER
     assert first.message_count == 0
     assert is_utc(first.created_at)
     assert is_utc(first.updated_at)
     assert abs(first.created_at - datetime.now(UTC)) < timedelta(seconds=30)
-    assert await store.get_thread("t1") == first
+    assert await store.get_thread("t1", user_id=USER) == first
 
 
 async def test_create_run_is_queued_and_latest_run_is_the_newest(store: SqlStore) -> None:
     await store.create_thread("t1", USER)
-    assert await store.latest_run("t1") is None
+    assert await store.latest_run("t1", user_id=USER) is None
     r1 = await store.create_run("r1", "t1", USER, b"\x00request\xff")
     assert r1.status is RunStatus.QUEUED
     assert r1.request == b"\x00request\xff"
@@ -88,7 +89,7 @@ async def test_create_run_is_queued_and_latest_run_is_the_newest(store: SqlStore
     assert (r1.checkpoint_count, r1.last_sequence, r1.cancel_requested) == (0, 0, False)
     assert is_utc(r1.created_at)
     await store.create_run("r2", "t1", USER, b"")
-    latest = await store.latest_run("t1")
+    latest = await store.latest_run("t1", user_id=USER)
     assert latest is not None
     assert latest.run_id == "r2"
     assert await store.get_run("r1") == r1
@@ -168,8 +169,8 @@ async def test_write_checkpoint_appends_messages_record_and_events_atomically(st
     assert run.lease_expires_at is not None
     assert before.lease_expires_at is not None
     assert run.lease_expires_at >= before.lease_expires_at  # renewed
-    assert await store.thread_messages("t1") == messages
-    thread = await store.get_thread("t1")
+    assert await store.thread_messages("t1", user_id=USER) == messages
+    thread = await store.get_thread("t1", user_id=USER)
     assert thread is not None
     assert thread.message_count == 2
     assert thread.updated_at >= thread.created_at
@@ -189,7 +190,7 @@ async def test_write_checkpoint_appends_messages_record_and_events_atomically(st
     )
     assert (run.checkpoint_count, run.last_sequence) == (2, 7)  # the events' this time
     # A checkpoint without messages still records where the thread stood.
-    assert (await store.thread_messages("t1")) == messages
+    assert (await store.thread_messages("t1", user_id=USER)) == messages
     latest = await store.latest_checkpoint("r1")
     assert latest is not None
     assert latest.index == 2
@@ -202,14 +203,16 @@ async def test_message_indexes_continue_across_runs_of_a_thread(store: SqlStore)
     await store.create_run("r2", "t1", USER, b"")
     await store.start_run("r2", A, 30)
     await checkpoint(store, "r2", n_messages=2)
-    contents = [m.content for m in await store.thread_messages("t1")]
+    contents = [m.content for m in await store.thread_messages("t1", user_id=USER)]
     assert contents == [f"r1 message {i}" for i in range(3)] + [f"r2 message {i}" for i in range(2)]
-    assert [m.content for m in await store.thread_messages("t1", limit=4)] == contents[:4]
-    thread = await store.get_thread("t1")
+    assert [m.content for m in await store.thread_messages("t1", limit=4, user_id=USER)] == contents[:4]
+    thread = await store.get_thread("t1", user_id=USER)
     assert thread is not None
     assert thread.message_count == 5
     async with store.engine.connect() as conn:
-        idx = (await conn.execute(text("SELECT idx FROM messages WHERE thread_id = 't1' ORDER BY idx"))).all()
+        idx = (
+            await conn.execute(text("SELECT idx FROM messages WHERE run_id IN ('r1', 'r2') ORDER BY idx"))
+        ).all()
     assert [i for (i,) in idx] == [0, 1, 2, 3, 4]
 
 
@@ -235,10 +238,10 @@ async def test_write_checkpoint_by_a_non_owner_raises_lease_lost_and_writes_noth
     assert run is not None
     assert run.owner == A
     assert run.checkpoint_count == 0
-    assert await store.thread_messages("t1") == []
+    assert await store.thread_messages("t1", user_id=USER) == []
     assert await store.latest_checkpoint("r1") is None
     assert await store.events("r1", 0) == []
-    thread = await store.get_thread("t1")
+    thread = await store.get_thread("t1", user_id=USER)
     assert thread is not None
     assert thread.message_count == 0
 
@@ -275,7 +278,7 @@ async def test_concurrent_writes_on_different_runs_all_land(store: SqlStore) -> 
         run = await store.get_run(run_id)
         assert run is not None
         assert (run.checkpoint_count, run.last_sequence) == (5, 5)
-        contents = [m.content for m in await store.thread_messages(f"thread-of-{run_id}")]
+        contents = [m.content for m in await store.thread_messages(f"thread-of-{run_id}", user_id=USER)]
         assert contents == [f"{run_id}/{s}/{x}" for s in range(5) for x in "ab"]
         assert [e.sequence for e in await store.events(run_id, 0)] == [1, 2, 3, 4, 5]
 
@@ -286,12 +289,12 @@ async def test_concurrent_writes_on_one_run_get_distinct_contiguous_positions(st
     run = await store.get_run("r1")
     assert run is not None
     assert run.checkpoint_count == 10
-    cps = await store.list_checkpoints("t1", "r1", 0, 100)
+    cps = await store.list_checkpoints("t1", "r1", 0, 100, user_id=USER)
     assert sorted(cp.index for cp in cps) == list(range(1, 11))
-    thread = await store.get_thread("t1")
+    thread = await store.get_thread("t1", user_id=USER)
     assert thread is not None
     assert thread.message_count == 20
-    assert len(await store.thread_messages("t1")) == 20
+    assert len(await store.thread_messages("t1", user_id=USER)) == 20
 
 
 @pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
@@ -339,22 +342,22 @@ async def test_list_checkpoints_pages_in_write_order_and_filters_by_run(store: S
     await running(store, "other", "t2")
     await checkpoint(store, "other")
 
-    everything = await store.list_checkpoints("t1", None, 0, 100)
+    everything = await store.list_checkpoints("t1", None, 0, 100, user_id=USER)
     assert [cp.checkpoint_id for cp in everything] == [f"r1:{i}" for i in range(1, 5)] + [
         f"r2:{i}" for i in range(1, 4)
     ]
     positions = [cp.position for cp in everything]
     assert positions == sorted(positions)
-    page1 = await store.list_checkpoints("t1", None, 0, 3)
-    page2 = await store.list_checkpoints("t1", None, page1[-1].position, 3)
-    page3 = await store.list_checkpoints("t1", None, page2[-1].position, 3)
+    page1 = await store.list_checkpoints("t1", None, 0, 3, user_id=USER)
+    page2 = await store.list_checkpoints("t1", None, page1[-1].position, 3, user_id=USER)
+    page3 = await store.list_checkpoints("t1", None, page2[-1].position, 3, user_id=USER)
     assert page1 + page2 + page3 == everything
-    assert [cp.checkpoint_id for cp in await store.list_checkpoints("t1", "r2", 0, 100)] == [
+    assert [cp.checkpoint_id for cp in await store.list_checkpoints("t1", "r2", 0, 100, user_id=USER)] == [
         "r2:1",
         "r2:2",
         "r2:3",
     ]
-    assert await store.list_checkpoints("t1", None, positions[-1], 10) == []
+    assert await store.list_checkpoints("t1", None, positions[-1], 10, user_id=USER) == []
     assert await store.latest_checkpoint("never") is None
 
 
@@ -373,10 +376,10 @@ async def test_thread_messages_limit_rebuilds_the_state_as_of_a_checkpoint(store
     )
     first = await store.get_checkpoint("r1", 1)
     assert first is not None
-    as_of_first = await store.thread_messages("t1", limit=first.record.message_count)
+    as_of_first = await store.thread_messages("t1", limit=first.record.message_count, user_id=USER)
     assert [m.content for m in as_of_first] == ["q"]
-    assert [m.content for m in await store.thread_messages("t1", limit=0)] == []
-    assert len(await store.thread_messages("t1")) == 3
+    assert [m.content for m in await store.thread_messages("t1", limit=0, user_id=USER)] == []
+    assert len(await store.thread_messages("t1", user_id=USER)) == 3
 
 
 async def _row_counts(store: SqlStore, run_id: str, thread_id: str) -> dict[str, int]:
@@ -413,7 +416,7 @@ async def test_a_lease_lost_checkpoint_writes_nothing_at_all(store: SqlStore, st
     await checkpoint(store, "r1", n_messages=2, events=[event("r1", 1)])
     await store.release(A)
     assert await store_b.claim_run("r1", B, 30)
-    before_run, before_thread = await store.get_run("r1"), await store.get_thread("t1")
+    before_run, before_thread = await store.get_run("r1"), await store.get_thread("t1", user_id=USER)
     before_counts = await _row_counts(store, "r1", "t1")
     for attempt in (
         dict(n_messages=3, events=[event("r1", 2), event("r1", 3)]),
@@ -422,7 +425,7 @@ async def test_a_lease_lost_checkpoint_writes_nothing_at_all(store: SqlStore, st
         with pytest.raises(LeaseLost):
             await checkpoint(store, "r1", **attempt)  # type: ignore[arg-type]
     assert await store.get_run("r1") == before_run  # counters, lease, updated_at, status, owner
-    assert await store.get_thread("t1") == before_thread  # message_count and updated_at
+    assert await store.get_thread("t1", user_id=USER) == before_thread  # message_count and updated_at
     assert await _row_counts(store, "r1", "t1") == before_counts
     # An ended run is nobody's: its former owner cannot write either.
     await checkpoint(store_b, "r1", owner=B, status=RunStatus.COMPLETED)
@@ -450,15 +453,16 @@ async def test_message_indexes_stay_contiguous_across_many_writes(store: SqlStor
         for thread_id, contents in expected.items():
             idx = (
                 await conn.execute(
-                    text("SELECT idx FROM messages WHERE thread_id = :t ORDER BY idx"), {"t": thread_id}
+                    text("SELECT idx FROM messages WHERE thread_id = :t ORDER BY idx"),
+                    {"t": thread_key(USER, thread_id)},
                 )
             ).scalars()
             assert list(idx) == list(range(len(contents)))
-            assert [m.content for m in await store.thread_messages(thread_id)] == contents
-            thread = await store.get_thread(thread_id)
+            assert [m.content for m in await store.thread_messages(thread_id, user_id=USER)] == contents
+            thread = await store.get_thread(thread_id, user_id=USER)
             assert thread is not None
             assert thread.message_count == len(contents)
-    cps = await store.list_checkpoints("t1", "r1", 0, 100)
+    cps = await store.list_checkpoints("t1", "r1", 0, 100, user_id=USER)
     assert [cp.index for cp in cps] == list(range(1, 31))
 
 
@@ -546,11 +550,15 @@ async def test_a_cancelled_write_leaves_the_store_consistent(store: SqlStore) ->
         with contextlib.suppress(asyncio.CancelledError):
             await task
     run = await checkpoint(store, "r1", n_messages=2)
-    thread = await store.get_thread("t1")
+    thread = await store.get_thread("t1", user_id=USER)
     assert thread is not None
-    cps = await store.list_checkpoints("t1", "r1", 0, 100)
+    cps = await store.list_checkpoints("t1", "r1", 0, 100, user_id=USER)
     assert [cp.index for cp in cps] == list(range(1, run.checkpoint_count + 1))
-    assert thread.message_count == len(await store.thread_messages("t1")) == 2 * run.checkpoint_count
+    assert (
+        thread.message_count
+        == len(await store.thread_messages("t1", user_id=USER))
+        == 2 * run.checkpoint_count
+    )
     assert len(await store.events("r1", 0)) == run.checkpoint_count - 1
 
 
@@ -860,8 +868,8 @@ async def test_prune_keeps_the_newest_checkpoints_of_each_run(store: SqlStore) -
     stats = await store.prune(keep_last=3, idle_ttl_s=None)
     assert stats.checkpoints_deleted == 3
     assert stats.threads_deleted == 0
-    assert [cp.index for cp in await store.list_checkpoints("t1", None, 0, 100)] == [4, 5, 6]
-    assert [cp.index for cp in await store.list_checkpoints("t2", None, 0, 100)] == [1, 2]
+    assert [cp.index for cp in await store.list_checkpoints("t1", None, 0, 100, user_id=USER)] == [4, 5, 6]
+    assert [cp.index for cp in await store.list_checkpoints("t2", None, 0, 100, user_id=USER)] == [1, 2]
     # keep_last 0 still keeps the newest one: a run must stay resumable.
     stats = await store.prune(keep_last=0, idle_ttl_s=None)
     assert stats.checkpoints_deleted == 3
@@ -869,7 +877,7 @@ async def test_prune_keeps_the_newest_checkpoints_of_each_run(store: SqlStore) -
     assert latest is not None
     assert latest.index == 6
     # Messages are the thread's state, never pruned with checkpoints.
-    assert len(await store.thread_messages("t1")) == 6
+    assert len(await store.thread_messages("t1", user_id=USER)) == 6
     # New checkpoints continue the numbering.
     assert (await checkpoint(store, "r1")).checkpoint_count == 7
 
@@ -886,10 +894,10 @@ async def test_prune_drops_idle_threads_with_everything_under_them(store: SqlSto
     assert (await store.prune(keep_last=10, idle_ttl_s=3600)).threads_deleted == 0
     stats = await store.prune(keep_last=10, idle_ttl_s=0)
     assert stats.threads_deleted == 1
-    assert await store.get_thread("idle") is None
+    assert await store.get_thread("idle", user_id=USER) is None
     assert await store.get_run("done") is None
-    assert await store.get_thread("active") is not None
-    assert await store.get_thread("queued-thread") is not None
+    assert await store.get_thread("active", user_id=USER) is not None
+    assert await store.get_thread("queued-thread", user_id=USER) is not None
     async with store.engine.connect() as conn:
         for table in ("messages", "checkpoints", "tool_results", "run_events"):
             column = "thread_id" if table == "messages" else "run_id"
