@@ -17,10 +17,10 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
-from grpc_reflection.v1alpha import reflection
 
 from agentloop.errors import AgentloopError
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
+from agentloop.reflection import enable_reflection
 from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
@@ -132,12 +132,7 @@ async def build_server(
     register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    names = [
-        *service_names,
-        reflection.SERVICE_NAME,
-        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-    ]
-    reflection.enable_server_reflection(names, server)
+    enable_reflection(server, [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name])
     credentials = tls.server_credentials() if tls is not None else None
     if credentials is None:
         bound = server.add_insecure_port(f"{host}:{port}")
