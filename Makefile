@@ -61,9 +61,9 @@ typecheck: $(STAMP) ## mypy --strict on our packages
 unit: $(STAMP) ## Unit tests only (no network)
 	$(BIN)/pytest tests/unit -q
 
-test: $(STAMP) check-proto check-ts lint typecheck ## The whole suite: generated-code drift, lint, types, unit + integration tests, Node client tests
+# The Node client's tests run before pytest, so the suite's closing line is pytest's summary.
+test: $(STAMP) check-proto check-ts lint typecheck test-node ## The whole suite: generated-code drift, lint, types, Node client tests, unit + integration tests
 	$(BIN)/pytest -q
-	$(MAKE) --no-print-directory test-node
 
 test-node: $(STAMP) $(NODE_STAMP) ## The Node client against the real services (node --test)
 	node --test $(NODE_DIR)/test/*.test.js
