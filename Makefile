@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
-.PHONY: help install proto check-proto lint format typecheck test unit bench bench-load bench-peer run clean
+.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-peer run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -22,15 +22,34 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP) ## Create .venv and install agentloop with its dev tools
 
+# The Node client's packages (grpc-js, proto-loader) and buf, pinned by clients/node/package-lock.json.
+NODE_DIR := clients/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+# What `buf breaking` compares the contract with (any git ref; a branch may use main).
+BUF_AGAINST ?= HEAD~1
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	npm ci --prefix $(NODE_DIR) --no-audit --no-fund
+	touch $@
+
+install-node: $(NODE_STAMP) ## Install the Node client's packages and buf (npm ci in clients/node)
+
 proto: $(STAMP) ## Regenerate the Python stubs (and .pyi type stubs) from protos/
 	$(BIN)/python scripts/protogen.py
 
 check-proto: $(STAMP) ## Fail when regenerating the stubs would change them
 	$(BIN)/python scripts/check_proto.py
 
-lint: $(STAMP) ## ruff lint + format check
+ts: $(NODE_STAMP) ## Regenerate the Node client's TypeScript types from protos/
+	node $(NODE_DIR)/scripts/gen-types.js
+
+check-ts: $(NODE_STAMP) ## Fail when regenerating the TypeScript types would change them
+	node $(NODE_DIR)/scripts/gen-types.js --check
+
+lint: $(STAMP) $(NODE_STAMP) ## ruff lint + format check, buf lint + buf breaking (against BUF_AGAINST)
 	$(BIN)/ruff check $(PY_SRC) scripts
 	$(BIN)/ruff format --check $(PY_SRC) scripts
+	$(BIN)/python scripts/buf_check.py --against $(BUF_AGAINST)
 
 format: $(STAMP) ## Apply ruff formatting and fixes
 	$(BIN)/ruff check --fix $(PY_SRC) scripts
@@ -42,8 +61,12 @@ typecheck: $(STAMP) ## mypy --strict on our packages
 unit: $(STAMP) ## Unit tests only (no network)
 	$(BIN)/pytest tests/unit -q
 
-test: $(STAMP) check-proto lint typecheck ## The whole suite: generated-code drift, lint, types, unit + integration tests
+# The Node client's tests run before pytest, so the suite's closing line is pytest's summary.
+test: $(STAMP) check-proto check-ts lint typecheck test-node ## The whole suite: generated-code drift, lint, types, Node client tests, unit + integration tests
 	$(BIN)/pytest -q
+
+test-node: $(STAMP) $(NODE_STAMP) ## The Node client against the real services (node --test)
+	node --test $(NODE_DIR)/test/*.test.js
 
 bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection); results go to bench/results/
 	$(BIN)/python -m bench.overhead
@@ -73,5 +96,5 @@ bench-peer: $(STAMP) $(PEER_VENV)/.installed ## LangGraph vs agentloop, same fak
 run: $(STAMP) ## The demo: scripted model + three services as processes + a streamed question
 	$(BIN)/agentloop demo
 
-clean: ## Remove the venv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+clean: ## Remove the venv, the Node packages and caches
+	rm -rf $(VENV) $(NODE_DIR)/node_modules .mypy_cache .ruff_cache .pytest_cache

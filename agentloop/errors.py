@@ -4,21 +4,59 @@ Services raise these typed errors wherever they detect a problem; a single
 server interceptor (agentloop.serving.ErrorInterceptor) turns them into gRPC
 status codes, so handlers never call `context.abort` themselves and every
 service reports the same failure the same way.
+
+Every error also carries machine-readable details, the `google.rpc.Status`
+that gRPC sends in the `grpc-status-details-bin` trailer (see `rpc_status`):
+an `ErrorInfo` (a stable reason, the agentloop domain and ids such as the
+thread or run) on every error, a `BadRequest` naming the field for
+INVALID_ARGUMENT, and a `RetryInfo` for RESOURCE_EXHAUSTED and UNAVAILABLE.
+Clients branch on the reason and retry after the delay instead of parsing
+the message text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import DecodeError, Message
+from google.rpc import error_details_pb2, status_pb2
+
+# The ErrorInfo domain of every error agentloop raises.
+ERROR_DOMAIN = "agentloop.dev"
+# What RetryInfo suggests when the raiser does not know better.
+DEFAULT_RETRY_DELAY_S = 1.0
+# The codes whose errors tell the client when to try again.
+_RETRYABLE = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
+_DETAILS_KEY = "grpc-status-details-bin"
 
 
 class AgentloopError(Exception):
-    """Root of every error agentloop raises on purpose."""
+    """Root of every error agentloop raises on purpose.
+
+    `reason` (UPPER_SNAKE_CASE, stable: clients branch on it) defaults to the
+    status code's name; `metadata` names the resources involved (thread_id,
+    run_id, ...); `retry_delay_s` overrides the RetryInfo delay.
+    """
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
 
-    def __init__(self, message: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "",
+        metadata: Mapping[str, str] | None = None,
+        retry_delay_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason
+        self.metadata = dict(metadata or {})
+        self.retry_delay_s = retry_delay_s
+        # Details relayed verbatim from another agentloop service (see from_rpc_error).
+        self.relayed_details: list[any_pb2.Any] = []
 
 
 class InvalidArgument(AgentloopError):
@@ -26,9 +64,10 @@ class InvalidArgument(AgentloopError):
 
     code = grpc.StatusCode.INVALID_ARGUMENT
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
+    def __init__(self, field: str, problem: str, *, reason: str = "") -> None:
+        super().__init__(f"{field}: {problem}", reason=reason)
         self.field = field
+        self.problem = problem
 
 
 class NotFound(AgentloopError):
@@ -74,7 +113,47 @@ class PermissionDenied(AgentloopError):
 
 
 def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> AgentloopError:
-    """A typed error carrying the status of a failed call to another agentloop service."""
-    err = AgentloopError(f"{service}: {exc.details() or exc.code().name}")
+    """A typed error carrying the status (and the details) of a failed call to another agentloop service."""
+    err = AgentloopError(f"{service}: {exc.details() or exc.code().name}", metadata={"service": service})
     err.code = exc.code()
+    err.relayed_details = list(status_from_metadata(exc.trailing_metadata() or ()).details)
     return err
+
+
+def status_from_metadata(metadata: Sequence[tuple[str, str | bytes]]) -> status_pb2.Status:
+    """The google.rpc.Status a call's trailing metadata carries; an empty one when it carries none."""
+    status = status_pb2.Status()
+    for key, value in metadata:
+        if key == _DETAILS_KEY and isinstance(value, bytes):
+            try:
+                status.ParseFromString(value)
+            except DecodeError:
+                return status_pb2.Status()
+    return status
+
+
+def status_details(err: AgentloopError) -> list[Message]:
+    """ErrorInfo for every error, plus BadRequest for a bad field and RetryInfo when retrying helps."""
+    info = error_details_pb2.ErrorInfo(
+        reason=err.reason or err.code.name, domain=ERROR_DOMAIN, metadata=err.metadata
+    )
+    details: list[Message] = [info]
+    if isinstance(err, InvalidArgument):
+        violation = error_details_pb2.BadRequest.FieldViolation(field=err.field, description=err.problem)
+        details.append(error_details_pb2.BadRequest(field_violations=[violation]))
+    if err.code in _RETRYABLE:
+        delay = duration_pb2.Duration()
+        delay.FromNanoseconds(round((err.retry_delay_s or DEFAULT_RETRY_DELAY_S) * 1e9))
+        details.append(error_details_pb2.RetryInfo(retry_delay=delay))
+    return details
+
+
+def rpc_status(err: AgentloopError) -> status_pb2.Status:
+    """The google.rpc.Status sent for `err`: its code, its message and its details."""
+    status = status_pb2.Status(code=err.code.value[0], message=err.message)
+    if err.relayed_details:
+        status.details.extend(err.relayed_details)
+        return status
+    for detail in status_details(err):
+        status.details.add().Pack(detail)
+    return status

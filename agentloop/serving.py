@@ -17,10 +17,12 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
-from grpc_reflection.v1alpha import reflection
+from grpc_status import rpc_status
 
 from agentloop.errors import AgentloopError
+from agentloop.errors import rpc_status as error_status
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
+from agentloop.reflection import enable_reflection
 from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
@@ -38,14 +40,18 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
-    if isinstance(exc, AgentloopError):
-        await context.abort(exc.code, exc.message)
-    log.error("unexpected error in RPC handler", exc_info=exc)
-    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
+    """End the call with the error's status and its google.rpc.Status details trailer."""
+    if not isinstance(exc, AgentloopError):
+        log.error("unexpected error in RPC handler", exc_info=exc)
+        exc = AgentloopError(f"internal error: {type(exc).__name__}")
+    status = rpc_status.to_status(error_status(exc))
+    await context.abort(status.code, status.details, status.trailing_metadata)
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Maps AgentloopError subclasses to their status codes and anything else to INTERNAL.
+
+    Every error leaves with its google.rpc.Status details (agentloop.errors.rpc_status).
 
     Wrapping the method handlers here is what keeps `context.abort` out of the
     servicers: they raise typed errors and stay testable as plain functions.
@@ -132,12 +138,7 @@ async def build_server(
     register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    names = [
-        *service_names,
-        reflection.SERVICE_NAME,
-        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-    ]
-    reflection.enable_server_reflection(names, server)
+    enable_reflection(server, [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name])
     credentials = tls.server_credentials() if tls is not None else None
     if credentials is None:
         bound = server.add_insecure_port(f"{host}:{port}")

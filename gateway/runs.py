@@ -164,7 +164,7 @@ class RunManager:
             raise InvalidArgument("run_id", "must not be empty")
         row = await self._store.get_run(run_id)
         if row is None or row.user_id != user_id:
-            raise NotFound(f"run {run_id!r} not found")
+            raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
         return row
 
     async def owned_thread_exists(self, thread_id: str, user_id: str) -> None:
@@ -173,7 +173,11 @@ class RunManager:
             raise InvalidArgument("thread_id", "must not be empty")
         thread = await self._store.get_thread(thread_id, user_id=user_id)
         if thread is None or thread.user_id != user_id:
-            raise NotFound(f"thread {thread_id!r} not found")
+            raise NotFound(
+                f"thread {thread_id!r} not found",
+                reason="THREAD_NOT_FOUND",
+                metadata={"thread_id": thread_id},
+            )
 
     def local(self, run_id: str) -> ActiveRun | None:
         """The run if it executes in this process."""
@@ -184,7 +188,10 @@ class RunManager:
         """Validate, create (or continue) the thread, queue the run, start it when the thread is free."""
         if len(self._active) >= self._settings.max_active_runs:
             raise ResourceExhausted(
-                f"this gateway already runs {len(self._active)} runs (AGENTLOOP_MAX_ACTIVE_RUNS); retry later"
+                f"this gateway already runs {len(self._active)} runs "
+                "(AGENTLOOP_MAX_ACTIVE_RUNS); retry later",
+                reason="TOO_MANY_RUNS",
+                retry_delay_s=1.0,
             )
         run_deadline = time.monotonic() + self._settings.max_run_s
         deadline = run_deadline if deadline is None else min(deadline, run_deadline)
@@ -194,19 +201,29 @@ class RunManager:
         thread_id = request.thread_id or uuid.uuid4().hex
         thread = await self._store.get_thread(thread_id, user_id=request.user_id)
         if thread is not None and thread.user_id != request.user_id:
-            raise NotFound(f"thread {thread_id!r} not found")
+            raise NotFound(
+                f"thread {thread_id!r} not found",
+                reason="THREAD_NOT_FOUND",
+                metadata={"thread_id": thread_id},
+            )
         if thread is not None and thread.message_count and request.history:
             raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
         if thread is None:
             thread = await self._store.create_thread(thread_id, request.user_id)
             if thread.user_id != request.user_id:
-                raise NotFound(f"thread {thread_id!r} not found")
+                raise NotFound(
+                    f"thread {thread_id!r} not found",
+                    reason="THREAD_NOT_FOUND",
+                    metadata={"thread_id": thread_id},
+                )
         else:
             latest = await self._store.latest_run(thread_id, user_id=request.user_id)
             if latest is not None and latest.status == RunStatus.PAUSED:
                 raise Aborted(
                     f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
-                    "Resume it with decisions (or Cancel it) first"
+                    "Resume it with decisions (or Cancel it) first",
+                    reason="THREAD_AWAITING_APPROVAL",
+                    metadata={"thread_id": thread_id, "run_id": latest.run_id},
                 )
         stored = agent_pb2.RunRequest(
             input=request.input,
@@ -257,7 +274,9 @@ class RunManager:
                     await self._store.set_status(run_id, RunStatus.CANCELLED)
                     raise Aborted(
                         f"thread {thread_id!r} already has an active run "
-                        "(options.concurrency=REJECT; use ENQUEUE to wait for it)"
+                        "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
+                        reason="THREAD_BUSY",
+                        metadata={"thread_id": thread_id},
                     ) from None
             freed = self._thread_freed.setdefault(thread_id, asyncio.Event())
             try:
@@ -282,16 +301,26 @@ class RunManager:
             approvals = await self._check_decisions(row, decisions or [])
             await self._store.set_status(run_id, RunStatus.RUNNING)
             if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
-                raise FailedPrecondition(f"run {run_id!r} was resumed by another gateway")
+                raise FailedPrecondition(
+                    f"run {run_id!r} was resumed by another gateway",
+                    reason="RUN_OWNED_ELSEWHERE",
+                    metadata={"run_id": run_id},
+                )
             return await self._launch_existing(run_id, approvals)
         if decisions:
             raise InvalidArgument("decisions", f"run {run_id!r} is not waiting for approval")
         if row.status != RunStatus.RUNNING:
             raise FailedPrecondition(
-                f"run {run_id!r} is {row.status.value}; only a running run can be resumed"
+                f"run {run_id!r} is {row.status.value}; only a running run can be resumed",
+                reason="RUN_NOT_RESUMABLE",
+                metadata={"run_id": run_id, "status": row.status.value},
             )
         if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
-            raise FailedPrecondition(f"run {run_id!r} is owned by a live gateway ({row.owner}); use Watch")
+            raise FailedPrecondition(
+                f"run {run_id!r} is owned by a live gateway ({row.owner}); use Watch",
+                reason="RUN_OWNED_ELSEWHERE",
+                metadata={"run_id": run_id},
+            )
         return await self._launch_existing(run_id)
 
     async def _check_decisions(
@@ -329,7 +358,7 @@ class RunManager:
         """Rebuild a claimed run from its newest checkpoint and continue it."""
         row = await self._store.get_run(run_id)
         if row is None:
-            raise NotFound(f"run {run_id!r} not found")
+            raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
         request = agent_pb2.RunRequest.FromString(row.request)
         config = run_config(request.options, self._settings, force_no_stream=False, hooks=self.hooks)
         specs = await self._catalog.select(config.tool_names, "options.tools")

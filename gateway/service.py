@@ -157,7 +157,11 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         state = active.state
         if state.error is not None:
             code, message, node = state.error
-            err = AgentloopError(f"run failed in {node}: {message}")
+            err = AgentloopError(
+                f"run failed in {node}: {message}",
+                reason="RUN_FAILED",
+                metadata={"run_id": state.run_id, "thread_id": state.thread_id, "node": node},
+            )
             err.code = grpc.StatusCode[code]
             raise err
         return agent_pb2.InvokeResponse(
@@ -192,7 +196,11 @@ class AgentService(agent_pb2_grpc.AgentServicer):
                 or run.user_id != thread.user_id
                 or run.thread_id != thread.thread_id
             ):
-                raise NotFound(f"checkpoint {request.checkpoint_id!r} not found in this thread")
+                raise NotFound(
+                    f"checkpoint {request.checkpoint_id!r} not found in this thread",
+                    reason="CHECKPOINT_NOT_FOUND",
+                    metadata={"checkpoint_id": request.checkpoint_id},
+                )
             response.messages.extend(
                 await store.thread_messages(
                     thread.thread_id, checkpoint.record.message_count, user_id=thread.user_id

@@ -1,0 +1,66 @@
+// Original file: protos/agentloop/v1/tools.proto
+
+import type { ToolCall as _agentloop_v1_ToolCall, ToolCall__Output as _agentloop_v1_ToolCall__Output } from '../../agentloop/v1/ToolCall';
+import type { InjectedContext as _agentloop_v1_InjectedContext, InjectedContext__Output as _agentloop_v1_InjectedContext__Output } from '../../agentloop/v1/InjectedContext';
+
+/**
+ * Request of ToolService.Execute.
+ */
+export interface ExecuteRequest {
+  /**
+   * The calls to run; ids must be non-empty and unique within the batch.
+   */
+  'calls'?: (_agentloop_v1_ToolCall)[];
+  /**
+   * Per-call timeout in seconds; 0 uses the service default. Must be >= 0.
+   */
+  'timeout_seconds'?: (number | string);
+  /**
+   * How many calls may run at once; 0 uses the service default. Must be >= 0.
+   */
+  'max_concurrency'?: (number);
+  /**
+   * Scope of the calls' ids, typically the run id. When set, a call whose
+   * (scope, id) already finished recently returns that result instead of
+   * running again, and one still running is joined rather than started twice:
+   * a gateway that re-issues a batch after a crash never repeats finished work.
+   * Tools see "<scope>:<id>" as their idempotency key.
+   */
+  'idempotency_scope'?: (string);
+  /**
+   * Values for the tools' injected parameters (conversation, user, thread,
+   * run metadata). Tools that declare none ignore it.
+   */
+  'injected'?: (_agentloop_v1_InjectedContext | null);
+}
+
+/**
+ * Request of ToolService.Execute.
+ */
+export interface ExecuteRequest__Output {
+  /**
+   * The calls to run; ids must be non-empty and unique within the batch.
+   */
+  'calls': (_agentloop_v1_ToolCall__Output)[];
+  /**
+   * Per-call timeout in seconds; 0 uses the service default. Must be >= 0.
+   */
+  'timeout_seconds': (number);
+  /**
+   * How many calls may run at once; 0 uses the service default. Must be >= 0.
+   */
+  'max_concurrency': (number);
+  /**
+   * Scope of the calls' ids, typically the run id. When set, a call whose
+   * (scope, id) already finished recently returns that result instead of
+   * running again, and one still running is joined rather than started twice:
+   * a gateway that re-issues a batch after a crash never repeats finished work.
+   * Tools see "<scope>:<id>" as their idempotency key.
+   */
+  'idempotency_scope': (string);
+  /**
+   * Values for the tools' injected parameters (conversation, user, thread,
+   * run metadata). Tools that declare none ignore it.
+   */
+  'injected': (_agentloop_v1_InjectedContext__Output | null);
+}

@@ -1,0 +1,48 @@
+// Original file: protos/agentloop/v1/agent.proto
+
+import type { RunFinal as _agentloop_v1_RunFinal, RunFinal__Output as _agentloop_v1_RunFinal__Output } from '../../agentloop/v1/RunFinal';
+import type { ToolResult as _agentloop_v1_ToolResult, ToolResult__Output as _agentloop_v1_ToolResult__Output } from '../../agentloop/v1/ToolResult';
+
+/**
+ * Response of Agent.Invoke.
+ */
+export interface InvokeResponse {
+  /**
+   * The run's id.
+   */
+  'run_id'?: (string);
+  /**
+   * The conversation the run belongs to.
+   */
+  'thread_id'?: (string);
+  /**
+   * The outcome, as in the final event of Run.
+   */
+  'final'?: (_agentloop_v1_RunFinal | null);
+  /**
+   * Every tool result of the run, in completion order.
+   */
+  'tool_results'?: (_agentloop_v1_ToolResult)[];
+}
+
+/**
+ * Response of Agent.Invoke.
+ */
+export interface InvokeResponse__Output {
+  /**
+   * The run's id.
+   */
+  'run_id': (string);
+  /**
+   * The conversation the run belongs to.
+   */
+  'thread_id': (string);
+  /**
+   * The outcome, as in the final event of Run.
+   */
+  'final': (_agentloop_v1_RunFinal__Output | null);
+  /**
+   * Every tool result of the run, in completion order.
+   */
+  'tool_results': (_agentloop_v1_ToolResult__Output)[];
+}

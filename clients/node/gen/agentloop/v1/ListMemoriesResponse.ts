@@ -1,0 +1,23 @@
+// Original file: protos/agentloop/v1/agent.proto
+
+import type { Memory as _agentloop_v1_Memory, Memory__Output as _agentloop_v1_Memory__Output } from '../../agentloop/v1/Memory';
+
+/**
+ * Response of Agent.ListMemories.
+ */
+export interface ListMemoriesResponse {
+  /**
+   * The memories, newest first.
+   */
+  'memories'?: (_agentloop_v1_Memory)[];
+}
+
+/**
+ * Response of Agent.ListMemories.
+ */
+export interface ListMemoriesResponse__Output {
+  /**
+   * The memories, newest first.
+   */
+  'memories': (_agentloop_v1_Memory__Output)[];
+}

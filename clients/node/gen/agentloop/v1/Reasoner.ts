@@ -1,0 +1,79 @@
+// Original file: protos/agentloop/v1/reasoner.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { StepRequest as _agentloop_v1_StepRequest, StepRequest__Output as _agentloop_v1_StepRequest__Output } from '../../agentloop/v1/StepRequest';
+import type { StepResponse as _agentloop_v1_StepResponse, StepResponse__Output as _agentloop_v1_StepResponse__Output } from '../../agentloop/v1/StepResponse';
+import type { StreamStepRequest as _agentloop_v1_StreamStepRequest, StreamStepRequest__Output as _agentloop_v1_StreamStepRequest__Output } from '../../agentloop/v1/StreamStepRequest';
+import type { StreamStepResponse as _agentloop_v1_StreamStepResponse, StreamStepResponse__Output as _agentloop_v1_StreamStepResponse__Output } from '../../agentloop/v1/StreamStepResponse';
+
+/**
+ * One LLM step, unary or streamed.
+ */
+export interface ReasonerClient extends grpc.Client {
+  /**
+   * Makes one non-streaming completion and returns the assistant message.
+   * Errors: INVALID_ARGUMENT for a bad request (the message names the field)
+   * or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
+   * reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
+   * when the caller's deadline passes first.
+   */
+  Step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  Step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  Step(argument: _agentloop_v1_StepRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  Step(argument: _agentloop_v1_StepRequest, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Makes one non-streaming completion and returns the assistant message.
+   * Errors: INVALID_ARGUMENT for a bad request (the message names the field)
+   * or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
+   * reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
+   * when the caller's deadline passes first.
+   */
+  step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  step(argument: _agentloop_v1_StepRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  step(argument: _agentloop_v1_StepRequest, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Makes one streaming completion: content and reasoning tokens as they
+   * arrive, then exactly one final message with the assembled tool calls,
+   * finish reason and usage. Errors as for Step.
+   */
+  StreamStep(argument: _agentloop_v1_StreamStepRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
+  StreamStep(argument: _agentloop_v1_StreamStepRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
+  /**
+   * Makes one streaming completion: content and reasoning tokens as they
+   * arrive, then exactly one final message with the assembled tool calls,
+   * finish reason and usage. Errors as for Step.
+   */
+  streamStep(argument: _agentloop_v1_StreamStepRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
+  streamStep(argument: _agentloop_v1_StreamStepRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
+  
+}
+
+/**
+ * One LLM step, unary or streamed.
+ */
+export interface ReasonerHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Makes one non-streaming completion and returns the assistant message.
+   * Errors: INVALID_ARGUMENT for a bad request (the message names the field)
+   * or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
+   * reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
+   * when the caller's deadline passes first.
+   */
+  Step: grpc.handleUnaryCall<_agentloop_v1_StepRequest__Output, _agentloop_v1_StepResponse>;
+  
+  /**
+   * Makes one streaming completion: content and reasoning tokens as they
+   * arrive, then exactly one final message with the assembled tool calls,
+   * finish reason and usage. Errors as for Step.
+   */
+  StreamStep: grpc.handleServerStreamingCall<_agentloop_v1_StreamStepRequest__Output, _agentloop_v1_StreamStepResponse>;
+  
+}
+
+export interface ReasonerDefinition extends grpc.ServiceDefinition {
+  Step: MethodDefinition<_agentloop_v1_StepRequest, _agentloop_v1_StepResponse, _agentloop_v1_StepRequest__Output, _agentloop_v1_StepResponse__Output>
+  StreamStep: MethodDefinition<_agentloop_v1_StreamStepRequest, _agentloop_v1_StreamStepResponse, _agentloop_v1_StreamStepRequest__Output, _agentloop_v1_StreamStepResponse__Output>
+}

@@ -1,0 +1,97 @@
+// Original file: protos/agentloop/v1/agent.proto
+
+import type { RunStatus as _agentloop_v1_RunStatus, RunStatus__Output as _agentloop_v1_RunStatus__Output } from '../../agentloop/v1/RunStatus';
+import type { RunMetadata as _agentloop_v1_RunMetadata, RunMetadata__Output as _agentloop_v1_RunMetadata__Output } from '../../agentloop/v1/RunMetadata';
+import type { Timestamp as _google_protobuf_Timestamp, Timestamp__Output as _google_protobuf_Timestamp__Output } from '../../google/protobuf/Timestamp';
+
+/**
+ * A run as stored: its identity, status and counters at one checkpoint.
+ */
+export interface RunInfo {
+  /**
+   * The run.
+   */
+  'run_id'?: (string);
+  /**
+   * Its thread.
+   */
+  'thread_id'?: (string);
+  /**
+   * Lifecycle status.
+   */
+  'status'?: (_agentloop_v1_RunStatus);
+  /**
+   * Counters and stop reason so far (final values once the run ended).
+   */
+  'metadata'?: (_agentloop_v1_RunMetadata | null);
+  /**
+   * The step limit of the run.
+   */
+  'max_steps'?: (number);
+  /**
+   * The reply, once the run ended.
+   */
+  'final_reply'?: (string);
+  /**
+   * Node the run will execute next ("" once it ended).
+   */
+  'next_node'?: (string);
+  /**
+   * Checkpoint this state was read at.
+   */
+  'checkpoint_id'?: (string);
+  /**
+   * Gateway instance holding the run's lease; empty when none does.
+   */
+  'owner'?: (string);
+  /**
+   * When the run was created.
+   */
+  'created_at'?: (_google_protobuf_Timestamp | null);
+}
+
+/**
+ * A run as stored: its identity, status and counters at one checkpoint.
+ */
+export interface RunInfo__Output {
+  /**
+   * The run.
+   */
+  'run_id': (string);
+  /**
+   * Its thread.
+   */
+  'thread_id': (string);
+  /**
+   * Lifecycle status.
+   */
+  'status': (_agentloop_v1_RunStatus__Output);
+  /**
+   * Counters and stop reason so far (final values once the run ended).
+   */
+  'metadata': (_agentloop_v1_RunMetadata__Output | null);
+  /**
+   * The step limit of the run.
+   */
+  'max_steps': (number);
+  /**
+   * The reply, once the run ended.
+   */
+  'final_reply': (string);
+  /**
+   * Node the run will execute next ("" once it ended).
+   */
+  'next_node': (string);
+  /**
+   * Checkpoint this state was read at.
+   */
+  'checkpoint_id': (string);
+  /**
+   * Gateway instance holding the run's lease; empty when none does.
+   */
+  'owner': (string);
+  /**
+   * When the run was created.
+   */
+  'created_at': (_google_protobuf_Timestamp__Output | null);
+}

@@ -1,0 +1,169 @@
+// Original file: protos/agentloop/v1/agent.proto
+
+import type { StreamMode as _agentloop_v1_StreamMode, StreamMode__Output as _agentloop_v1_StreamMode__Output } from '../../agentloop/v1/StreamMode';
+import type { ConcurrencyPolicy as _agentloop_v1_ConcurrencyPolicy, ConcurrencyPolicy__Output as _agentloop_v1_ConcurrencyPolicy__Output } from '../../agentloop/v1/ConcurrencyPolicy';
+import type { LoopDetection as _agentloop_v1_LoopDetection, LoopDetection__Output as _agentloop_v1_LoopDetection__Output } from '../../agentloop/v1/LoopDetection';
+
+/**
+ * Per-run settings; every field has a sensible default.
+ */
+export interface RunOptions {
+  /**
+   * System prompt placed first in the conversation; empty uses the gateway's
+   * default prompt.
+   */
+  'system_prompt'?: (string);
+  /**
+   * Maximum number of tool rounds, in [1, 1000]; 0 means 25. At the limit
+   * the model is called once without tools to answer from what it has.
+   */
+  'max_steps'?: (number);
+  /**
+   * Which model calls stream tokens; see StreamMode.
+   */
+  'stream_mode'?: (_agentloop_v1_StreamMode);
+  /**
+   * Model name passed to the Reasoner; empty uses its default.
+   */
+  'model'?: (string);
+  /**
+   * Restrict the run to these tools; empty offers every registered tool.
+   * Unknown names are rejected with INVALID_ARGUMENT.
+   */
+  'tools'?: (string)[];
+  /**
+   * Per tool call timeout in seconds; 0 uses the ToolService default.
+   */
+  'tool_timeout_seconds'?: (number | string);
+  /**
+   * Sampling temperature in [0, 2] for every model call; unset uses the
+   * endpoint's default.
+   */
+  'temperature'?: (number | string);
+  /**
+   * What to do if the thread already has an active run.
+   */
+  'concurrency'?: (_agentloop_v1_ConcurrencyPolicy);
+  /**
+   * Cancel the run when the client's stream goes away. By default the run
+   * goes on in the background and its result can be read or watched later.
+   */
+  'cancel_on_disconnect'?: (boolean);
+  /**
+   * Loop detection settings; unset uses the defaults.
+   */
+  'loop_detection'?: (_agentloop_v1_LoopDetection | null);
+  /**
+   * A JSON Schema the final answer must satisfy. The gateway adds a finish
+   * tool ("final_answer") with this schema, requires tool use until a call
+   * validates, feeds validation errors back, and puts the validated object in
+   * RunFinal.structured_output_json.
+   */
+  'output_schema_json'?: (string);
+  /**
+   * Run a round's tool calls one after the other, in the model's order,
+   * instead of in parallel.
+   */
+  'serial_tools'?: (boolean);
+  /**
+   * Tool names whose calls need human approval in this run ("*" = every
+   * tool), on top of tools that always require it.
+   */
+  'require_approval'?: (string)[];
+  /**
+   * Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
+   * this run; empty runs the gateway's default hooks.
+   */
+  'hooks'?: (string)[];
+  /**
+   * Skip long-term memory: no facts recalled, no "remember ..." stored.
+   */
+  'disable_memory'?: (boolean);
+  /**
+   * Do not give the model flow-guidance hints.
+   */
+  'disable_flow_guidance'?: (boolean);
+  '_temperature'?: "temperature";
+}
+
+/**
+ * Per-run settings; every field has a sensible default.
+ */
+export interface RunOptions__Output {
+  /**
+   * System prompt placed first in the conversation; empty uses the gateway's
+   * default prompt.
+   */
+  'system_prompt': (string);
+  /**
+   * Maximum number of tool rounds, in [1, 1000]; 0 means 25. At the limit
+   * the model is called once without tools to answer from what it has.
+   */
+  'max_steps': (number);
+  /**
+   * Which model calls stream tokens; see StreamMode.
+   */
+  'stream_mode': (_agentloop_v1_StreamMode__Output);
+  /**
+   * Model name passed to the Reasoner; empty uses its default.
+   */
+  'model': (string);
+  /**
+   * Restrict the run to these tools; empty offers every registered tool.
+   * Unknown names are rejected with INVALID_ARGUMENT.
+   */
+  'tools': (string)[];
+  /**
+   * Per tool call timeout in seconds; 0 uses the ToolService default.
+   */
+  'tool_timeout_seconds': (number);
+  /**
+   * Sampling temperature in [0, 2] for every model call; unset uses the
+   * endpoint's default.
+   */
+  'temperature'?: (number);
+  /**
+   * What to do if the thread already has an active run.
+   */
+  'concurrency': (_agentloop_v1_ConcurrencyPolicy__Output);
+  /**
+   * Cancel the run when the client's stream goes away. By default the run
+   * goes on in the background and its result can be read or watched later.
+   */
+  'cancel_on_disconnect': (boolean);
+  /**
+   * Loop detection settings; unset uses the defaults.
+   */
+  'loop_detection': (_agentloop_v1_LoopDetection__Output | null);
+  /**
+   * A JSON Schema the final answer must satisfy. The gateway adds a finish
+   * tool ("final_answer") with this schema, requires tool use until a call
+   * validates, feeds validation errors back, and puts the validated object in
+   * RunFinal.structured_output_json.
+   */
+  'output_schema_json': (string);
+  /**
+   * Run a round's tool calls one after the other, in the model's order,
+   * instead of in parallel.
+   */
+  'serial_tools': (boolean);
+  /**
+   * Tool names whose calls need human approval in this run ("*" = every
+   * tool), on top of tools that always require it.
+   */
+  'require_approval': (string)[];
+  /**
+   * Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
+   * this run; empty runs the gateway's default hooks.
+   */
+  'hooks': (string)[];
+  /**
+   * Skip long-term memory: no facts recalled, no "remember ..." stored.
+   */
+  'disable_memory': (boolean);
+  /**
+   * Do not give the model flow-guidance hints.
+   */
+  'disable_flow_guidance': (boolean);
+  '_temperature'?: "temperature";
+}

@@ -1,0 +1,98 @@
+// Original file: protos/agentloop/v1/common.proto
+
+/**
+ * Why a tool call produced an error result instead of a value.
+ */
+export const ToolErrorKind = {
+  /**
+   * The call succeeded.
+   */
+  TOOL_ERROR_KIND_UNSPECIFIED: 'TOOL_ERROR_KIND_UNSPECIFIED',
+  /**
+   * No tool with that name is registered.
+   */
+  TOOL_ERROR_KIND_UNKNOWN_TOOL: 'TOOL_ERROR_KIND_UNKNOWN_TOOL',
+  /**
+   * arguments_json is not a JSON object.
+   */
+  TOOL_ERROR_KIND_MALFORMED_ARGUMENTS: 'TOOL_ERROR_KIND_MALFORMED_ARGUMENTS',
+  /**
+   * The arguments parsed but do not match the tool's schema.
+   */
+  TOOL_ERROR_KIND_INVALID_ARGUMENTS: 'TOOL_ERROR_KIND_INVALID_ARGUMENTS',
+  /**
+   * The call ran longer than its timeout and was cancelled.
+   */
+  TOOL_ERROR_KIND_TIMEOUT: 'TOOL_ERROR_KIND_TIMEOUT',
+  /**
+   * The tool raised an exception.
+   */
+  TOOL_ERROR_KIND_EXCEPTION: 'TOOL_ERROR_KIND_EXCEPTION',
+  /**
+   * The call was cancelled before it finished (batch or run cancelled).
+   */
+  TOOL_ERROR_KIND_CANCELLED: 'TOOL_ERROR_KIND_CANCELLED',
+  /**
+   * The ToolService could not be reached, so the call never ran.
+   */
+  TOOL_ERROR_KIND_UNAVAILABLE: 'TOOL_ERROR_KIND_UNAVAILABLE',
+  /**
+   * A human rejected the call (see Agent.Resume); the content says why.
+   */
+  TOOL_ERROR_KIND_REJECTED: 'TOOL_ERROR_KIND_REJECTED',
+} as const;
+
+/**
+ * Why a tool call produced an error result instead of a value.
+ */
+export type ToolErrorKind =
+  /**
+   * The call succeeded.
+   */
+  | 'TOOL_ERROR_KIND_UNSPECIFIED'
+  | 0
+  /**
+   * No tool with that name is registered.
+   */
+  | 'TOOL_ERROR_KIND_UNKNOWN_TOOL'
+  | 1
+  /**
+   * arguments_json is not a JSON object.
+   */
+  | 'TOOL_ERROR_KIND_MALFORMED_ARGUMENTS'
+  | 2
+  /**
+   * The arguments parsed but do not match the tool's schema.
+   */
+  | 'TOOL_ERROR_KIND_INVALID_ARGUMENTS'
+  | 3
+  /**
+   * The call ran longer than its timeout and was cancelled.
+   */
+  | 'TOOL_ERROR_KIND_TIMEOUT'
+  | 4
+  /**
+   * The tool raised an exception.
+   */
+  | 'TOOL_ERROR_KIND_EXCEPTION'
+  | 5
+  /**
+   * The call was cancelled before it finished (batch or run cancelled).
+   */
+  | 'TOOL_ERROR_KIND_CANCELLED'
+  | 6
+  /**
+   * The ToolService could not be reached, so the call never ran.
+   */
+  | 'TOOL_ERROR_KIND_UNAVAILABLE'
+  | 7
+  /**
+   * A human rejected the call (see Agent.Resume); the content says why.
+   */
+  | 'TOOL_ERROR_KIND_REJECTED'
+  | 8
+
+/**
+ * Why a tool call produced an error result instead of a value.
+ */
+export type ToolErrorKind__Output = typeof ToolErrorKind[keyof typeof ToolErrorKind]
