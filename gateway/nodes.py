@@ -274,13 +274,14 @@ def call_model_again(state: RunState) -> bool:
 
 
 def wants_reply_text(state: RunState) -> bool:
-    """After the tools node: a validated structured answer, but the model never wrote any text."""
+    """After the tools node: a validated structured answer, but no text came with it."""
     if not (state.stop and state.stop_reason == STOP_COMPLETED and state.structured_output_json):
         return False
     last = state.last_message
     if last is None or last.role != common_pb2.ROLE_TOOL:
         return False
-    return not any(m.content for m in state.run_messages() if m.role == common_pb2.ROLE_ASSISTANT)
+    answering = next((m for m in reversed(state.messages) if m.role == common_pb2.ROLE_ASSISTANT), None)
+    return answering is not None and not answering.content.strip()
 
 
 async def _model_step(state: RunState, ctx: RunContext) -> Update:
