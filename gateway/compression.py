@@ -102,8 +102,8 @@ def _line(msg: common_pb2.Message, cap: int) -> str:
     return f"{role}: {' '.join(parts)}"
 
 
-def transcript(messages: Sequence[common_pb2.Message], budget_estimate: int, earlier: str = "") -> str:
-    """The messages as text, each cut shorter until the whole fits `budget_estimate`.
+def transcript(messages: Sequence[common_pb2.Message], budget_estimate: int, earlier: str = "") -> str | None:
+    """The messages as text, each cut shorter until the whole fits `budget_estimate` (None: never fits).
 
     The `earlier` summary is never cut: it is already the compact form of
     everything before, and cutting it would lose facts for good.
@@ -112,8 +112,10 @@ def transcript(messages: Sequence[common_pb2.Message], budget_estimate: int, ear
     cap = max((len(m.content) for m in messages), default=0) + 1
     while True:
         text = head + "\n".join(_line(m, cap) for m in messages)
-        if len(text) // 4 <= budget_estimate or cap <= _MIN_LINE_CHARS:
+        if len(text) // 4 <= budget_estimate:
             return text
+        if cap <= _MIN_LINE_CHARS:
+            return None
         cap //= 2
 
 
@@ -166,14 +168,22 @@ async def summarize(
         return None
     first, end = span
     thread = state.messages[1:]
-    covered = [m for m in thread[first:end] if summary_range(m) is None]
+    grouped = groups([m for m in thread[first:end] if summary_range(m) is None])
     previous = latest_summary(state.messages)
     earlier = previous[0].content if previous is not None else ""
     instruction = cfg.context_summary_prompt or DEFAULT_SUMMARY_PROMPT
     frame = common_pb2.Message(content=f"{_SYSTEM}{instruction}{TRANSCRIPT_HEADER}")
     overhead = estimate_prompt([frame]) + 16
     room = calibration.size_estimate(int(cfg.context_budget_tokens * HEADROOM)) - overhead
-    body = transcript(covered, max(room, _MIN_LINE_CHARS), earlier)
+    # The summary call must fit the budget too: a span too long for it is summarized in parts,
+    # oldest first (the next pass takes the rest).
+    while (body := transcript(_flat(grouped), max(room, _MIN_LINE_CHARS), earlier)) is None and grouped[1:]:
+        dropped = grouped.pop()
+        end = next(i for i, m in enumerate(thread) if m is dropped[0])
+    if body is None:
+        ctx.sink.decision("context_summary_failed", "the oldest messages are too large to summarize")
+        return None
+    covered = _flat(grouped)
     max_tokens = max(64, min(_MAX_SUMMARY_TOKENS, keep_recent_tokens(state)))
     params = _request(cfg.model, instruction, TRANSCRIPT_HEADER, body, max_tokens)
     result = await _one_call(ctx, params, "context_summary")
@@ -193,6 +203,10 @@ async def summarize(
     return message, result
 
 
+def _flat(grouped: list[list[common_pb2.Message]]) -> list[common_pb2.Message]:
+    return [m for group in grouped for m in group]
+
+
 async def session_summary(state: RunState, ctx: RunContext) -> tuple[str, reasoner_pb2.StepResult] | None:
     """What this run learned, in a few sentences, for the user's long-term memory (one model call)."""
     messages = [m for m in state.run_messages() if summary_range(m) is None]
@@ -200,6 +214,11 @@ async def session_summary(state: RunState, ctx: RunContext) -> tuple[str, reason
         return None
     room = state.config.context_budget_tokens or 8000
     body = transcript(messages, max(room // 2, _MIN_LINE_CHARS))
+    while body is None and messages[1:]:
+        messages = messages[len(messages) // 2 :]  # the newest part of a long run
+        body = transcript(messages, max(room // 2, _MIN_LINE_CHARS))
+    if body is None:
+        return None
     params = _request(state.config.model, SESSION_MEMORY_PROMPT, SESSION_HEADER, body, 256)
     result = await _one_call(ctx, params, "session_memory")
     if result is None:

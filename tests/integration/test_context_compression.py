@@ -23,6 +23,7 @@ from gateway.compression import TRANSCRIPT_HEADER
 from gateway.context import summary_range
 from tests.integration.test_crash_resume import gateway_process, kill, watch_to_end
 from tests.support.stack import final_of, start_stack
+from tool_svc import ToolRegistry
 
 pytestmark = pytest.mark.integration
 
@@ -164,3 +165,65 @@ async def test_long_thread_survives_a_kill_right_after_a_summary(database_url: s
 def _may_compress(model: ScriptedModelServer) -> bool:
     """Whether the next turn could cross the budget (the last prompt plus two turns' growth)."""
     return bool(model.prompt_sizes) and model.prompt_sizes[-1] + 2 * 50 > BUDGET
+
+
+async def test_dense_text_is_counted_by_calibration_not_by_the_rule_of_thumb() -> None:
+    """One-letter words: the model counts twice the estimate, and calls still stay under budget.
+
+    No tools are declared, so nothing but calibration keeps the estimate from undercounting.
+    """
+    stack = await start_stack(SCRIPT, ToolRegistry())
+    try:
+        thread_id = ""
+        for turn in range(1, 41):
+            text = (
+                f"{FACT} noted" if turn == 1 else " ".join("abcdefghij"[(turn + i) % 10] for i in range(40))
+            )
+            events = await run_turn(stack.agent, text if turn < 40 else QUESTION, thread_id)
+            thread_id = events[0].thread_id
+        assert max(stack.model.prompt_sizes) <= BUDGET
+        assert final_of(events).final_reply == f"Your code is {FACT}."
+    finally:
+        await stack.close()
+
+
+async def test_a_failed_summary_falls_back_to_trimming() -> None:
+    script = Script(
+        scenarios=(Scenario(match=TRANSCRIPT_HEADER, turns=(Turn(content=""),)), *SCRIPT.scenarios[1:])
+    )
+    stack = await start_stack(script)
+    try:
+        thread_id, failed, trimmed = "", 0, 0
+        for turn in range(1, 31):
+            events = await run_turn(stack.agent, turn_text(turn, 30), thread_id)
+            thread_id = events[0].thread_id
+            failed += len(decisions(events, "context_summary_failed"))
+            trimmed += len(decisions(events, "context_trimmed"))
+            assert final_of(events).metadata.stop_reason == "completed"
+        assert failed >= 1
+        assert trimmed == failed
+        assert max(stack.model.prompt_sizes) <= BUDGET
+        # Trimmed, not summarized: the early fact is gone from the model's view.
+        assert final_of(events).final_reply == "Your code is (no result)."
+    finally:
+        await stack.close()
+
+
+async def test_bad_context_options_are_rejected() -> None:
+    stack = await start_stack(SCRIPT)
+    try:
+        for options, field in (
+            ({"context_budget_tokens": -1}, "options.context_budget_tokens"),
+            (
+                {"context_budget_tokens": 100, "context_keep_recent_tokens": 100},
+                "options.context_keep_recent_tokens",
+            ),
+            ({"context_summary_prompt": "x" * 9000}, "options.context_summary_prompt"),
+        ):
+            request = agent_pb2.InvokeRequest(input="hi", options=agent_pb2.RunOptions(**options))
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stack.agent.Invoke(request)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert (info.value.details() or "").startswith(field)
+    finally:
+        await stack.close()
