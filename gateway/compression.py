@@ -35,7 +35,8 @@ from gateway.context import (
     latest_summary,
     summary_range,
 )
-from gateway.run_context import RunCancelled, RunContext
+from gateway.hooks import call_hooks
+from gateway.run_context import RunCancelled, RunContext, hook_context
 from gateway.state import RunState
 
 log = logging.getLogger(__name__)
@@ -134,9 +135,21 @@ def _request(
 
 
 async def _one_call(
-    ctx: RunContext, params: reasoner_pb2.CompletionParams, what: str
+    state: RunState, ctx: RunContext, params: reasoner_pb2.CompletionParams, what: str
 ) -> reasoner_pb2.StepResult | None:
-    """One non-streaming, tool-less Reasoner call; None (with a decision event) when it fails."""
+    """One non-streaming, tool-less Reasoner call; None (with a decision event) when it fails.
+
+    The run's pre-reasoning hooks see its messages like any model call's: a
+    redaction hook must also cover what is sent to be summarized.
+    """
+    if state.config.hooks:
+        messages, changed = await call_hooks(
+            state.config.hooks, "pre_reasoning", hook_context(state), list(params.messages)
+        )
+        for name in changed:
+            ctx.sink.decision("hook", f"{name} changed the messages sent for the {what} call")
+        del params.messages[:]
+        params.messages.extend(messages)
     try:
         return await ctx.unless_cancelled(ctx.reasoner.step(params, ctx.timeout()))
     except RunCancelled:
@@ -186,7 +199,7 @@ async def summarize(
     covered = _flat(grouped)
     max_tokens = max(64, min(_MAX_SUMMARY_TOKENS, keep_recent_tokens(state)))
     params = _request(cfg.model, instruction, TRANSCRIPT_HEADER, body, max_tokens)
-    result = await _one_call(ctx, params, "context_summary")
+    result = await _one_call(state, ctx, params, "context_summary")
     if result is None:
         return None
     text = result.message.content.strip()
@@ -220,7 +233,7 @@ async def session_summary(state: RunState, ctx: RunContext) -> tuple[str, reason
     if body is None:
         return None
     params = _request(state.config.model, SESSION_MEMORY_PROMPT, SESSION_HEADER, body, 256)
-    result = await _one_call(ctx, params, "session_memory")
+    result = await _one_call(state, ctx, params, "session_memory")
     if result is None:
         return None
     text = result.message.content.strip()[:_MAX_MEMORY_CHARS]
