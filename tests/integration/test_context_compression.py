@@ -137,6 +137,7 @@ async def test_long_thread_survives_a_kill_right_after_a_summary(database_url: s
             stub = agent_pb2_grpc.AgentStub(grpc.aio.insecure_channel(f"127.0.0.1:{first.port}"))
             turn = 1
             while not run_id:
+                assert turn < turns, "no summary was made in the second half of the thread"
                 slow = turn > turns // 2 and _may_compress(stack.model)
                 stack.model.set_script(Script(SCRIPT.scenarios, Latency(response_ms=1000 if slow else 0)))
                 events = await run_turn(stub, turn_text(turn, turns), thread_id, _compressed_then_calling)
