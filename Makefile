@@ -73,6 +73,7 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 	$(BIN)/python -m bench.checkpoints
 	$(BIN)/python -m bench.store_hotpath
 	$(BIN)/python -m bench.loop_detection
+	$(BIN)/python -m bench.context
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load

@@ -1,9 +1,11 @@
 """The loop's graph, in one place.
 
     init_state → memory_trigger → agent ─┬─ stop? ───────────→ finalize → END
-                                         ├─ tool_calls? → tools ─┬─ stop? → finalize
+                                         ├─ tool_calls? → tools ─┬─ reply text missing? → agent
+                                         │                       ├─ stop? → finalize
                                          │                       ├─ needs approval? → (paused) END
                                          │                       └─ else → agent
+                                         ├─ summary made / no valid final_answer yet → agent
                                          └─ otherwise ─────────→ finalize
 
 The tools node (gateway/acting.py) holds seed 001's prepare_tool_input (approval gate, injected
@@ -48,6 +50,8 @@ def route_after_agent(state: RunState) -> str:
         return "finalize"
     if state.pending_tool_calls():
         return "tools"
+    if nodes.call_model_again(state):
+        return "agent"
     return "finalize"
 
 
@@ -55,6 +59,8 @@ def route_after_tools(state: RunState) -> str:
     """Back to the model; to finalize when the round stopped the run; END while awaiting approval."""
     if state.awaiting_approval:
         return END
+    if nodes.wants_reply_text(state):
+        return "agent"
     return "finalize" if state.stop else "agent"
 
 

@@ -109,6 +109,8 @@ class RunJournal:
             run_message_start=state.run_message_start - 1,
             awaiting_approval=state.awaiting_approval,
             approvals=state.approvals,
+            calibration_prompt_tokens=state.calibration.prompt_tokens,
+            calibration_estimate_tokens=state.calibration.estimate_tokens,
         )
         if state.error is not None:
             code, message, failed_node = state.error

@@ -12,7 +12,8 @@ from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
 from gateway.acting import cancelled_result, tool_message, tools
-from gateway.context import trim
+from gateway.compression import session_summary, summarize
+from gateway.context import HEADROOM, Calibration, estimate_prompt, estimate_tool, summary_range, trim, view
 from gateway.hooks import call_hooks
 from gateway.memory import memory_instruction, rank
 from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
@@ -21,15 +22,32 @@ from gateway.state import (
     STOP_COMPLETED,
     STOP_MAX_STEPS,
     STOP_NEEDS_MORE_STEPS,
+    STOP_STRUCTURED_OUTPUT_MISSING,
     RunState,
     Update,
 )
 
-__all__ = ["RunContext", "agent", "finalize", "init_state", "memory_trigger", "tools"]
+__all__ = [
+    "RunContext",
+    "agent",
+    "call_model_again",
+    "finalize",
+    "init_state",
+    "memory_trigger",
+    "tools",
+    "wants_reply_text",
+]
 
 _TOOL_CHOICE_NONE = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_NONE)
 _TOOL_CHOICE_REQUIRED = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_REQUIRED)
 _TOOL_CHOICE_FINISH = common_pb2.ToolChoice(function_name=FINAL_ANSWER_TOOL)
+_ASK_FOR_FINAL_ANSWER = (
+    "A plain-text answer is not accepted in this conversation: call the final_answer tool with an "
+    "object that matches its schema."
+)
+_ASK_FOR_REPLY_TEXT = (
+    "Your final_answer was accepted. Now write the reply to the user in plain text; do not call tools."
+)
 
 
 # --- init_state and memory_trigger -------------------------------------------------
@@ -93,20 +111,36 @@ def _guidance(state: RunState) -> list[common_pb2.Message]:
     return extra
 
 
-async def _params(state: RunState, ctx: RunContext, with_tools: bool) -> reasoner_pb2.CompletionParams:
-    cfg = state.config
-    messages = trim(state.messages, cfg.context_budget_tokens)
+def _specs(state: RunState, ctx: RunContext) -> list[common_pb2.ToolSpec]:
+    specs = list(ctx.tool_specs)
+    if state.config.output_schema is not None:
+        specs.append(final_answer_spec(state.config.output_schema))
+    return specs
+
+
+def _prompt(state: RunState, ctx: RunContext, fit: bool = True) -> list[common_pb2.Message]:
+    """The messages of the next model call: the summarized view, guidance, cut to the budget if `fit`."""
+    messages = view(state.messages)
     extra = _guidance(state)
     if extra:
         messages = [messages[0], *extra, *messages[1:]] if not state.hint else [*messages, *extra]
+    budget = state.config.context_budget_tokens
+    if fit and budget > 0:
+        tools_estimate = sum(estimate_tool(s) for s in _specs(state, ctx))
+        room = state.calibration.estimate_for(int(budget * HEADROOM)) - tools_estimate
+        messages = trim(messages, max(1, room))
+    return messages
+
+
+async def _params(state: RunState, ctx: RunContext, with_tools: bool) -> reasoner_pb2.CompletionParams:
+    cfg = state.config
+    messages = _prompt(state, ctx)
     if cfg.hooks:
         messages, changed = await call_hooks(cfg.hooks, "pre_reasoning", hook_context(state), list(messages))
         for name in changed:
             ctx.sink.decision("hook", f"{name} changed the messages sent to the model")
     params = reasoner_pb2.CompletionParams(model=cfg.model, messages=messages)
-    specs = list(ctx.tool_specs)
-    if cfg.output_schema is not None:
-        specs.append(final_answer_spec(cfg.output_schema))
+    specs = _specs(state, ctx)
     if specs:
         # Tools stay declared even when disabled: endpoints need them to read
         # earlier tool calls, and an unchanged prefix keeps prompt caches warm.
@@ -171,6 +205,86 @@ def _sum_usage(*usages: common_pb2.Usage) -> common_pb2.Usage:
 
 
 async def agent(state: RunState, ctx: RunContext) -> Update:
+    """Compress the context if the next call would not fit, else make the step's model call.
+
+    A compressing pass only adds the summary message (the graph comes back
+    here). With an output schema a plain-text answer is not final: the model
+    is told so (one-time hint) and asked again, at the cost of a step; and a
+    validated answer with no reply text gets one more call for the text.
+    """
+    try:
+        compressed = await _compress(state, ctx)
+        if compressed is not None:
+            return compressed
+        if state.structured_output_json:
+            return await _reply_text(state, ctx)
+    except RunCancelled:
+        return Update(stop=True, stop_reason=STOP_CANCELLED)
+    update = await _model_step(state, ctx)
+    if update.usage is not None and update.usage.prompt_tokens > 0 and update.llm_calls:
+        estimate = estimate_prompt(_prompt(state, ctx), _specs(state, ctx))
+        update.calibration = Calibration(update.usage.prompt_tokens // update.llm_calls, estimate)
+    last = update.messages[-1] if update.messages else None
+    structured = state.config.output_schema is not None
+    if structured and not update.stop and last is not None and not last.tool_calls:
+        ctx.sink.decision("structured_output_missing", "plain-text answer; final_answer asked for again")
+        update.steps, update.suggested_next_step, update.hint = 1, FINAL_ANSWER_TOOL, _ASK_FOR_FINAL_ANSWER
+    return update
+
+
+async def _compress(state: RunState, ctx: RunContext) -> Update | None:
+    """A summary of older messages when the next prompt would exceed the budget (None: nothing to do).
+
+    When no summary can be made the call goes ahead trimmed, which is said once here.
+    """
+    budget = state.config.context_budget_tokens
+    if budget <= 0:
+        return None
+    estimate = estimate_prompt(_prompt(state, ctx, fit=False), _specs(state, ctx))
+    if state.calibration.fits(estimate, budget):
+        return None
+    predicted = state.calibration.predict(estimate)
+    made = await summarize(state, ctx, state.calibration)
+    if made is None:
+        if len(_prompt(state, ctx)) == len(_prompt(state, ctx, fit=False)):
+            return None  # over by the estimate only: trimming would cut nothing either
+        detail = f"~{predicted:,} tokens over the budget of {budget:,}: the oldest messages are cut"
+        ctx.sink.decision("context_trimmed", detail)
+        return None
+    message, result = made
+    return Update(messages=[message], llm_calls=1, usage=result.usage)
+
+
+async def _reply_text(state: RunState, ctx: RunContext) -> Update:
+    """The one extra call for a reply text after a validated structured answer came without one."""
+    params = await _params(state, ctx, with_tools=False)
+    params.tool_choice.CopyFrom(_TOOL_CHOICE_NONE)
+    params.messages.append(common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=_ASK_FOR_REPLY_TEXT))
+    stream = state.config.stream_mode != agent_pb2.STREAM_MODE_NONE
+    result = await _call(state, ctx, params, stream=stream)
+    return Update(messages=[_answer(result)], llm_calls=1, usage=result.usage)
+
+
+def call_model_again(state: RunState) -> bool:
+    """After the agent node: a summary was just made, or a structured answer is still missing."""
+    last = state.last_message
+    if last is not None and summary_range(last) is not None:
+        return True
+    return state.config.output_schema is not None and not state.structured_output_json
+
+
+def wants_reply_text(state: RunState) -> bool:
+    """After the tools node: a validated structured answer, but no text came with it."""
+    if not (state.stop and state.stop_reason == STOP_COMPLETED and state.structured_output_json):
+        return False
+    last = state.last_message
+    if last is None or last.role != common_pb2.ROLE_TOOL:
+        return False
+    answering = next((m for m in reversed(state.messages) if m.role == common_pb2.ROLE_ASSISTANT), None)
+    return answering is not None and not answering.content.strip()
+
+
+async def _model_step(state: RunState, ctx: RunContext) -> Update:
     """ONE model call, or two when the answer is regenerated for streaming (seed 002).
 
     At the step limit the model is called without tools (or, for structured
@@ -242,21 +356,27 @@ async def agent(state: RunState, ctx: RunContext) -> Update:
 # --- finalize ------------------------------------------------------------------------
 
 
-def explain_stop(state: RunState) -> str:
-    """The reply to give when the loop ended without an answer from the model."""
-    if state.stop_reason == STOP_MAX_STEPS:
+def explain_stop(state: RunState, reason: str = "") -> str:
+    """The reply to give when the loop ended (for `reason`, default its stop reason) without an answer."""
+    reason = reason or state.stop_reason
+    if reason == STOP_MAX_STEPS:
         return (
             f"I stopped after {state.current_step} tool steps (the limit is {state.max_steps}) "
             "without reaching an answer."
         )
-    if state.stop_reason == STOP_NEEDS_MORE_STEPS:
+    if reason == STOP_NEEDS_MORE_STEPS:
         return (
             f"I need more steps to finish this request: the limit of {state.max_steps} tool steps "
             "was reached while more tool calls were still needed."
         )
-    if state.stop_reason == STOP_CANCELLED:
+    if reason == STOP_CANCELLED:
         return "The run was cancelled before an answer was written."
-    return f"The run ended ({state.stop_reason}) before an answer was written."
+    if reason == STOP_STRUCTURED_OUTPUT_MISSING:
+        return (
+            f"I could not give an answer in the required format within {state.max_steps} steps: "
+            "no final_answer matched the schema."
+        )
+    return f"The run ended ({reason}) before an answer was written."
 
 
 async def finalize(state: RunState, ctx: RunContext) -> Update:
@@ -271,6 +391,12 @@ async def finalize(state: RunState, ctx: RunContext) -> Update:
         await ctx.journal.tool_result(state.run_id, result)
         ctx.sink.tool_end(result)
     stop_reason = state.stop_reason or STOP_COMPLETED
+    if (
+        state.config.output_schema is not None
+        and not state.structured_output_json
+        and stop_reason in (STOP_COMPLETED, STOP_MAX_STEPS)
+    ):
+        stop_reason = STOP_STRUCTURED_OUTPUT_MISSING
     reply = state.final_reply
     if not reply:
         last = state.last_message
@@ -282,13 +408,35 @@ async def finalize(state: RunState, ctx: RunContext) -> Update:
         elif not closing and last is not None and last.role == common_pb2.ROLE_ASSISTANT:
             reply = last.content
     if not reply.strip():
-        reply = explain_stop(state) if state.stop_reason else "The model returned an empty answer."
-    if state.stop_reason == STOP_NEEDS_MORE_STEPS and "more steps" not in reply:
-        reply = f"{reply}\n\n{explain_stop(state)}".strip()
-    return Update(
+        explained = state.stop_reason or stop_reason != STOP_COMPLETED
+        reply = explain_stop(state, stop_reason) if explained else "The model returned an empty answer."
+    if stop_reason in (STOP_NEEDS_MORE_STEPS, STOP_STRUCTURED_OUTPUT_MISSING):
+        explanation = explain_stop(state, stop_reason)
+        if explanation not in reply:
+            reply = f"{reply}\n\n{explanation}".strip()
+    update = Update(
         messages=[tool_message(r) for r in closing],
         tool_results=closing,
         stop=True,
         stop_reason=stop_reason,
         final_reply=reply,
     )
+    if stop_reason != STOP_CANCELLED:
+        await _remember_session(state, ctx, update)
+    return update
+
+
+async def _remember_session(state: RunState, ctx: RunContext, update: Update) -> None:
+    """Session memory (opt-in): what the run learned becomes one long-term memory of the user."""
+    if not (state.config.session_memory and state.config.memory) or ctx.memories is None:
+        return
+    try:
+        learned = await session_summary(state, ctx)
+    except RunCancelled:
+        return
+    if learned is None:
+        return
+    text, result = learned
+    await ctx.memories.add(state.user_id, text)
+    ctx.sink.decision("memory_stored", f"session: {text}")
+    update.llm_calls, update.usage = 1, result.usage

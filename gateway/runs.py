@@ -26,6 +26,7 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
+from gateway.context import calibration_of
 from gateway.events import END_OF_RUN, EventSink
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
@@ -208,6 +209,7 @@ class RunManager:
             )
         if thread is not None and thread.message_count and request.history:
             raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
+        previous = None
         if thread is None:
             thread = await self._store.create_thread(thread_id, request.user_id)
             if thread.user_id != request.user_id:
@@ -225,6 +227,8 @@ class RunManager:
                     reason="THREAD_AWAITING_APPROVAL",
                     metadata={"thread_id": thread_id, "run_id": latest.run_id},
                 )
+            # The thread's last run knows how the model counts tokens: keep its calibration.
+            previous = await self._store.latest_checkpoint(latest.run_id) if latest is not None else None
         stored = agent_pb2.RunRequest(
             input=request.input,
             user_id=request.user_id,
@@ -260,6 +264,8 @@ class RunManager:
             common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
             *history,
         ]
+        if previous is not None:
+            state.calibration = calibration_of(previous.record)
         sink = EventSink(run_id, thread_id)
         return self._launch(state, sink, specs, new_messages, START, deadline, recorded={})
 
@@ -389,6 +395,7 @@ class RunManager:
             if approvals and state.stop_reason == STOP_PAUSED:
                 state.stop_reason = ""
             state.approvals = dict(rec.approvals)
+            state.calibration = calibration_of(rec)
         state.approvals.update(approvals or {})
         recorded = await self._store.tool_results(run_id)
         state.tool_result_history = list(recorded.values())

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.context import Calibration
 from gateway.hooks import Hook
 from gateway.loop_detection import LoopSettings
 
@@ -25,6 +26,8 @@ STOP_CANCELLED = "cancelled"
 STOP_LOOP = "loop_detected"
 STOP_NEEDS_MORE_STEPS = "needs_more_steps"
 STOP_PAUSED = "paused"
+STOP_STRUCTURED_OUTPUT_MISSING = "structured_output_missing"
+"""An output schema was asked for and no answer validated within the step limit."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class RunConfig:
     tool_timeout_s: float = 0.0
     temperature: float | None = None
     context_budget_tokens: int = 0
+    context_keep_recent_tokens: int = 0
+    context_summary_prompt: str = ""
+    session_memory: bool = False
     cancel_on_disconnect: bool = False
     loops: LoopSettings = field(default_factory=LoopSettings)
     output_schema: dict[str, Any] | None = None
@@ -70,6 +76,7 @@ class Update:
     awaiting_approval: bool | None = None
     approvals: dict[str, bytes] | None = None
     recalled: list[str] | None = None
+    calibration: Calibration | None = None
 
 
 @dataclass
@@ -102,6 +109,8 @@ class RunState:
     approvals: dict[str, bytes] = field(default_factory=dict)
     recalled: list[str] | None = None
     """Facts recalled from long-term memory for this run (None: not looked up yet)."""
+    calibration: Calibration = field(default_factory=Calibration)
+    """The newest model call's reported prompt size next to its estimate (context budgeting)."""
 
     @property
     def max_steps(self) -> int:
@@ -157,6 +166,8 @@ class RunState:
             self.approvals = update.approvals
         if update.recalled is not None:
             self.recalled = update.recalled
+        if update.calibration is not None:
+            self.calibration = update.calibration
 
     def metadata(self) -> agent_pb2.RunMetadata:
         """seed 000's finalize metadata."""

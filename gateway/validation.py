@@ -78,6 +78,30 @@ def _loop_settings(options: agent_pb2.LoopDetection, settings: GatewaySettings) 
     return LoopSettings.from_proto(options, settings.loop_policies)
 
 
+MAX_CONTEXT_BUDGET_TOKENS = 10_000_000
+MAX_SUMMARY_PROMPT_CHARS = 8000
+
+
+def _context_budget(options: agent_pb2.RunOptions, settings: GatewaySettings) -> tuple[int, int]:
+    """(budget, recent window kept verbatim) of a run, checked against each other."""
+    if not 0 <= options.context_budget_tokens <= MAX_CONTEXT_BUDGET_TOKENS:
+        raise InvalidArgument(
+            "options.context_budget_tokens",
+            f"must be between 0 and {MAX_CONTEXT_BUDGET_TOKENS} (0 = default)",
+        )
+    budget = options.context_budget_tokens or settings.context_budget_tokens
+    keep = options.context_keep_recent_tokens
+    if keep < 0 or (keep and budget and keep >= budget):
+        raise InvalidArgument(
+            "options.context_keep_recent_tokens", f"must be between 0 and the budget ({budget}), exclusive"
+        )
+    if len(options.context_summary_prompt) > MAX_SUMMARY_PROMPT_CHARS:
+        raise InvalidArgument(
+            "options.context_summary_prompt", f"must be at most {MAX_SUMMARY_PROMPT_CHARS} characters"
+        )
+    return budget, keep
+
+
 def run_config(
     options: agent_pb2.RunOptions,
     settings: GatewaySettings,
@@ -105,6 +129,7 @@ def run_config(
     for i, name in enumerate(options.require_approval):
         if not name:
             raise InvalidArgument(f"options.require_approval[{i}]", "must not be empty")
+    budget, keep = _context_budget(options, settings)
     registry = hooks or HookRegistry()
     mode = options.stream_mode or agent_pb2.STREAM_MODE_FINAL_ONLY
     return RunConfig(
@@ -115,7 +140,10 @@ def run_config(
         tool_names=tuple(options.tools),
         tool_timeout_s=timeout,
         temperature=temperature,
-        context_budget_tokens=settings.context_budget_tokens,
+        context_budget_tokens=budget,
+        context_keep_recent_tokens=keep,
+        context_summary_prompt=options.context_summary_prompt,
+        session_memory=options.session_memory and not options.disable_memory,
         cancel_on_disconnect=options.cancel_on_disconnect,
         loops=_loop_settings(options.loop_detection, settings),
         output_schema=_output_schema(options.output_schema_json),

@@ -14,7 +14,7 @@ from typing import Any
 NO_RESULT = "(no result)"
 """What a tool placeholder becomes when the conversation holds no matching tool result."""
 
-_PLACEHOLDER = re.compile(r"\{\{(?:tool:([^{}]+)|(last_tool)|(user))\}\}")
+_PLACEHOLDER = re.compile(r"\{\{(?:tool:([^{}]+)|(last_tool)|(user)|match:([^{}]+))\}\}")
 
 Message = Mapping[str, Any]
 
@@ -75,13 +75,37 @@ def latest_tool_result(messages: Sequence[Message], name: str | None = None) -> 
     return NO_RESULT
 
 
+def matches_in(messages: Sequence[Message], pattern: str) -> str:
+    """Every distinct match of ``pattern`` in the request's messages, in order, joined by "; ".
+
+    This is how a scripted answer can depend on what the prompt really holds: a fact the
+    client dropped from the conversation is simply not found.
+    """
+    try:
+        regex = re.compile(pattern)
+    except re.error:
+        return NO_RESULT
+    found: list[str] = []
+    for message in messages:
+        for hit in regex.findall(message_text(message)):
+            text = hit if isinstance(hit, str) else "".join(hit)
+            if text not in found:
+                found.append(text)
+    return "; ".join(found) if found else NO_RESULT
+
+
 def render(template: str, messages: Sequence[Message]) -> str:
-    """Fill ``{{tool:NAME}}``, ``{{last_tool}}`` and ``{{user}}``; other braces stay verbatim."""
+    """Fill ``{{tool:NAME}}``, ``{{last_tool}}``, ``{{user}}`` and ``{{match:REGEX}}``.
+
+    Other braces stay verbatim.
+    """
     if "{{" not in template:
         return template
 
     def substitute(match: re.Match[str]) -> str:
-        tool_name, last_tool, _user = match.groups()
+        tool_name, last_tool, _user, pattern = match.groups()
+        if pattern is not None:
+            return matches_in(messages, pattern)
         if tool_name is not None:
             return latest_tool_result(messages, tool_name.strip())
         if last_tool is not None:

@@ -110,6 +110,8 @@ class ScriptedModelServer:
         self, script: Script | None = None, api_key: str | None = None, *, record_requests: bool = True
     ) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.prompt_sizes: list[int] = []
+        """The prompt size (``usage.prompt_tokens``) of every answered request, in order; always kept."""
         self._record = record_requests
         self._authorization = f"Bearer {api_key}" if api_key else None
         self._script = Script()
@@ -139,6 +141,7 @@ class ScriptedModelServer:
 
     def clear_requests(self) -> None:
         self.requests.clear()
+        self.prompt_sizes.clear()
 
     @property
     def port(self) -> int:
@@ -198,6 +201,7 @@ class ScriptedModelServer:
         app.router.add_put("/_script", self._put_script)
         app.router.add_get("/_requests", self._get_requests)
         app.router.add_delete("/_requests", self._delete_requests)
+        app.router.add_get("/_prompt_sizes", self._get_prompt_sizes)
         return app
 
     def _unauthorized(self, request: web.Request) -> web.Response | None:
@@ -235,6 +239,7 @@ class ScriptedModelServer:
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
         created = int(time.time())
         prompt = prompt_tokens(messages)
+        self.prompt_sizes.append(prompt)
 
         if stream:
             events = stream_events(
@@ -336,6 +341,9 @@ class ScriptedModelServer:
 
     async def _get_requests(self, request: web.Request) -> web.Response:
         return web.json_response(self.requests)
+
+    async def _get_prompt_sizes(self, request: web.Request) -> web.Response:
+        return web.json_response(self.prompt_sizes)
 
     async def _delete_requests(self, request: web.Request) -> web.Response:
         cleared = len(self.requests)

@@ -162,6 +162,10 @@ class RunOptions(_message.Message):
     HOOKS_FIELD_NUMBER: _builtins.int
     DISABLE_MEMORY_FIELD_NUMBER: _builtins.int
     DISABLE_FLOW_GUIDANCE_FIELD_NUMBER: _builtins.int
+    CONTEXT_BUDGET_TOKENS_FIELD_NUMBER: _builtins.int
+    CONTEXT_KEEP_RECENT_TOKENS_FIELD_NUMBER: _builtins.int
+    CONTEXT_SUMMARY_PROMPT_FIELD_NUMBER: _builtins.int
+    SESSION_MEMORY_FIELD_NUMBER: _builtins.int
     system_prompt: _builtins.str
     """System prompt placed first in the conversation; empty uses the gateway's
     default prompt.
@@ -200,6 +204,23 @@ class RunOptions(_message.Message):
     """Skip long-term memory: no facts recalled, no "remember ..." stored."""
     disable_flow_guidance: _builtins.bool
     """Do not give the model flow-guidance hints."""
+    context_budget_tokens: _builtins.int
+    """Prompt token budget of every model call, in [0, 10000000]; 0 uses the
+    gateway's AGENTLOOP_CONTEXT_BUDGET_TOKENS. Older messages are summarized
+    (or, when that fails, trimmed) so that each call stays under it.
+    """
+    context_keep_recent_tokens: _builtins.int
+    """Tokens of the newest messages always kept verbatim when older ones are
+    summarized; 0 means a quarter of the budget. Must be below the budget.
+    """
+    context_summary_prompt: _builtins.str
+    """Instruction of the summary call that compresses older messages, at most
+    8000 characters; empty uses the gateway's default prompt.
+    """
+    session_memory: _builtins.bool
+    """At the end of the run, store a short summary of what was learned as the
+    user's long-term memory (one model call). Ignored with disable_memory.
+    """
     @_builtins.property
     def tools(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Restrict the run to these tools; empty offers every registered tool.
@@ -241,10 +262,14 @@ class RunOptions(_message.Message):
         hooks: _abc.Iterable[_builtins.str] | None = ...,
         disable_memory: _builtins.bool = ...,
         disable_flow_guidance: _builtins.bool = ...,
+        context_budget_tokens: _builtins.int = ...,
+        context_keep_recent_tokens: _builtins.int = ...,
+        context_summary_prompt: _builtins.str = ...,
+        session_memory: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "loop_detection", b"loop_detection", "temperature", b"temperature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "disable_flow_guidance", b"disable_flow_guidance", "disable_memory", b"disable_memory", "hooks", b"hooks", "loop_detection", b"loop_detection", "max_steps", b"max_steps", "model", b"model", "output_schema_json", b"output_schema_json", "require_approval", b"require_approval", "serial_tools", b"serial_tools", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "context_budget_tokens", b"context_budget_tokens", "context_keep_recent_tokens", b"context_keep_recent_tokens", "context_summary_prompt", b"context_summary_prompt", "disable_flow_guidance", b"disable_flow_guidance", "disable_memory", b"disable_memory", "hooks", b"hooks", "loop_detection", b"loop_detection", "max_steps", b"max_steps", "model", b"model", "output_schema_json", b"output_schema_json", "require_approval", b"require_approval", "serial_tools", b"serial_tools", "session_memory", b"session_memory", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__temperature: _TypeAlias = _typing.Literal["temperature"]  # noqa: Y015
     _WhichOneofArgType__temperature: _TypeAlias = _typing.Literal["_temperature", b"_temperature"]  # noqa: Y015

@@ -26,7 +26,7 @@ from agentloop.v1 import agent_pb2 as agentloop_dot_v1_dot_agent__pb2
 from agentloop.v1 import common_pb2 as agentloop_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentloop/v1/checkpoint.proto\x12\x0c\x61gentloop.v1\x1a\x18\x61gentloop/v1/agent.proto\x1a\x19\x61gentloop/v1/common.proto\"\xaa\x04\n\x10\x43heckpointRecord\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x11\n\tnext_node\x18\x02 \x01(\t\x12\x14\n\x0c\x63urrent_step\x18\x03 \x01(\x05\x12\x11\n\tllm_calls\x18\x04 \x01(\x05\x12\"\n\x05usage\x18\x05 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\x0c\n\x04stop\x18\x06 \x01(\x08\x12\x13\n\x0bstop_reason\x18\x07 \x01(\t\x12\x13\n\x0b\x66inal_reply\x18\x08 \x01(\t\x12\x15\n\rmessage_count\x18\t \x01(\x05\x12\x12\n\ntools_used\x18\n \x03(\t\x12\x12\n\ntool_calls\x18\x0b \x01(\x05\x12%\n\x05\x65rror\x18\x0c \x01(\x0b\x32\x16.agentloop.v1.RunError\x12\x15\n\rlast_sequence\x18\r \x01(\x03\x12\x1b\n\x13suggested_next_step\x18\x0e \x01(\t\x12\x0c\n\x04hint\x18\x0f \x01(\t\x12\x1e\n\x16structured_output_json\x18\x10 \x01(\t\x12\x19\n\x11run_message_start\x18\x11 \x01(\x05\x12\x19\n\x11\x61waiting_approval\x18\x12 \x01(\x08\x12@\n\tapprovals\x18\x13 \x03(\x0b\x32-.agentloop.v1.CheckpointRecord.ApprovalsEntry\x1a\x30\n\x0e\x41pprovalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x93\x01\n\x10\x64\x65v.agentloop.v1B\x0f\x43heckpointProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentloop/v1/checkpoint.proto\x12\x0c\x61gentloop.v1\x1a\x18\x61gentloop/v1/agent.proto\x1a\x19\x61gentloop/v1/common.proto\"\xf2\x04\n\x10\x43heckpointRecord\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x11\n\tnext_node\x18\x02 \x01(\t\x12\x14\n\x0c\x63urrent_step\x18\x03 \x01(\x05\x12\x11\n\tllm_calls\x18\x04 \x01(\x05\x12\"\n\x05usage\x18\x05 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\x0c\n\x04stop\x18\x06 \x01(\x08\x12\x13\n\x0bstop_reason\x18\x07 \x01(\t\x12\x13\n\x0b\x66inal_reply\x18\x08 \x01(\t\x12\x15\n\rmessage_count\x18\t \x01(\x05\x12\x12\n\ntools_used\x18\n \x03(\t\x12\x12\n\ntool_calls\x18\x0b \x01(\x05\x12%\n\x05\x65rror\x18\x0c \x01(\x0b\x32\x16.agentloop.v1.RunError\x12\x15\n\rlast_sequence\x18\r \x01(\x03\x12\x1b\n\x13suggested_next_step\x18\x0e \x01(\t\x12\x0c\n\x04hint\x18\x0f \x01(\t\x12\x1e\n\x16structured_output_json\x18\x10 \x01(\t\x12\x19\n\x11run_message_start\x18\x11 \x01(\x05\x12\x19\n\x11\x61waiting_approval\x18\x12 \x01(\x08\x12@\n\tapprovals\x18\x13 \x03(\x0b\x32-.agentloop.v1.CheckpointRecord.ApprovalsEntry\x12!\n\x19\x63\x61libration_prompt_tokens\x18\x14 \x01(\x05\x12#\n\x1b\x63\x61libration_estimate_tokens\x18\x15 \x01(\x05\x1a\x30\n\x0e\x41pprovalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x42\x93\x01\n\x10\x64\x65v.agentloop.v1B\x0f\x43heckpointProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,7 +37,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._loaded_options = None
   _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_options = b'8\001'
   _globals['_CHECKPOINTRECORD']._serialized_start=101
-  _globals['_CHECKPOINTRECORD']._serialized_end=655
-  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_start=607
-  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_end=655
+  _globals['_CHECKPOINTRECORD']._serialized_end=727
+  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_start=679
+  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_end=727
 # @@protoc_insertion_point(module_scope)

@@ -72,6 +72,8 @@ class CheckpointRecord(_message.Message):
     RUN_MESSAGE_START_FIELD_NUMBER: _builtins.int
     AWAITING_APPROVAL_FIELD_NUMBER: _builtins.int
     APPROVALS_FIELD_NUMBER: _builtins.int
+    CALIBRATION_PROMPT_TOKENS_FIELD_NUMBER: _builtins.int
+    CALIBRATION_ESTIMATE_TOKENS_FIELD_NUMBER: _builtins.int
     node: _builtins.str
     """The node that had just finished."""
     next_node: _builtins.str
@@ -102,6 +104,13 @@ class CheckpointRecord(_message.Message):
     """Index in the thread's messages where this run's messages start."""
     awaiting_approval: _builtins.bool
     """Whether the run is paused waiting for approval of its pending tool calls."""
+    calibration_prompt_tokens: _builtins.int
+    """prompt_tokens the endpoint reported for the newest model call (0 when
+    none reported yet); with calibration_estimate_tokens it scales the
+    gateway's token estimate to the model's real count.
+    """
+    calibration_estimate_tokens: _builtins.int
+    """The gateway's own estimate of that same prompt."""
     @_builtins.property
     def usage(self) -> _common_pb2.Usage:
         """Token usage so far."""
@@ -142,10 +151,12 @@ class CheckpointRecord(_message.Message):
         run_message_start: _builtins.int = ...,
         awaiting_approval: _builtins.bool = ...,
         approvals: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
+        calibration_prompt_tokens: _builtins.int = ...,
+        calibration_estimate_tokens: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "calibration_estimate_tokens", b"calibration_estimate_tokens", "calibration_prompt_tokens", b"calibration_prompt_tokens", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

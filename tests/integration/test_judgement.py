@@ -227,9 +227,10 @@ async def test_structured_output_that_never_validates_stops_at_the_step_limit(st
         loop_detection=agent_pb2.LoopDetection(disabled=True),
     )
     final = final_of(events)
-    assert final.metadata.stop_reason == "max_steps"
+    assert final.metadata.stop_reason == "structured_output_missing"
     assert final.metadata.steps_taken == 2
     assert not final.structured_output_json
+    assert "required format" in final.final_reply
     assert stack.model.requests[-1]["tool_choice"] == {
         "type": "function",
         "function": {"name": "final_answer"},

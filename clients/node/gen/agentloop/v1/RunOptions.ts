@@ -83,6 +83,27 @@ export interface RunOptions {
    * Do not give the model flow-guidance hints.
    */
   'disable_flow_guidance'?: (boolean);
+  /**
+   * Prompt token budget of every model call, in [0, 10000000]; 0 uses the
+   * gateway's AGENTLOOP_CONTEXT_BUDGET_TOKENS. Older messages are summarized
+   * (or, when that fails, trimmed) so that each call stays under it.
+   */
+  'context_budget_tokens'?: (number);
+  /**
+   * Tokens of the newest messages always kept verbatim when older ones are
+   * summarized; 0 means a quarter of the budget. Must be below the budget.
+   */
+  'context_keep_recent_tokens'?: (number);
+  /**
+   * Instruction of the summary call that compresses older messages, at most
+   * 8000 characters; empty uses the gateway's default prompt.
+   */
+  'context_summary_prompt'?: (string);
+  /**
+   * At the end of the run, store a short summary of what was learned as the
+   * user's long-term memory (one model call). Ignored with disable_memory.
+   */
+  'session_memory'?: (boolean);
   '_temperature'?: "temperature";
 }
 
@@ -165,5 +186,26 @@ export interface RunOptions__Output {
    * Do not give the model flow-guidance hints.
    */
   'disable_flow_guidance': (boolean);
+  /**
+   * Prompt token budget of every model call, in [0, 10000000]; 0 uses the
+   * gateway's AGENTLOOP_CONTEXT_BUDGET_TOKENS. Older messages are summarized
+   * (or, when that fails, trimmed) so that each call stays under it.
+   */
+  'context_budget_tokens': (number);
+  /**
+   * Tokens of the newest messages always kept verbatim when older ones are
+   * summarized; 0 means a quarter of the budget. Must be below the budget.
+   */
+  'context_keep_recent_tokens': (number);
+  /**
+   * Instruction of the summary call that compresses older messages, at most
+   * 8000 characters; empty uses the gateway's default prompt.
+   */
+  'context_summary_prompt': (string);
+  /**
+   * At the end of the run, store a short summary of what was learned as the
+   * user's long-term memory (one model call). Ignored with disable_memory.
+   */
+  'session_memory': (boolean);
   '_temperature'?: "temperature";
 }
