@@ -254,7 +254,9 @@ class RunManager:
         except ThreadBusy:
             raise Aborted(
                 f"thread {thread_id!r} already has an active run "
-                "(options.concurrency=REJECT; use ENQUEUE to wait for it)"
+                "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
+                reason="THREAD_BUSY",
+                metadata={"thread_id": thread_id},
             ) from None
         if enqueue:
             await self._start_when_free(run_id, thread_id, request.options.concurrency)
