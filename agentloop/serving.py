@@ -19,22 +19,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
+from agentloop.channels import CHANNEL_OPTIONS as CHANNEL_OPTIONS  # re-exported for older imports
+from agentloop.channels import MAX_MESSAGE_BYTES, SERVER_OPTIONS
 from agentloop.errors import AgentloopError
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
 log = logging.getLogger(__name__)
-
-# Big enough for long conversations; the gateway enforces its own limits.
-MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-CHANNEL_OPTIONS: list[tuple[str, Any]] = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-]
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
@@ -124,7 +116,7 @@ async def build_server(
         # Inside the error interceptor, so a refused token becomes UNAUTHENTICATED like any typed error.
         interceptors.append(AuthInterceptor(authenticator))
     options = [
-        *CHANNEL_OPTIONS[2:],
+        *SERVER_OPTIONS,
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
     ]
