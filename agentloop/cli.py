@@ -164,10 +164,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--sql-database", default=None, help="tools: path of the sample SQLite database")
     serve.add_argument(
-        "--reasoner", default=None, help="gateway: reasoner host:port (AGENTLOOP_REASONER_ADDR)"
+        "--reasoner",
+        default=None,
+        help="gateway: reasoner host:port, ip:port list or dns:///name:port (AGENTLOOP_REASONER_ADDR)",
     )
     serve.add_argument(
-        "--tools-addr", default=None, help="gateway: tool service host:port (AGENTLOOP_TOOLS_ADDR)"
+        "--tools-addr", default=None, help="gateway: tool service address, same forms (AGENTLOOP_TOOLS_ADDR)"
     )
     serve.add_argument("--max-steps", type=int, default=None, help="gateway: default step limit")
 
