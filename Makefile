@@ -45,10 +45,11 @@ unit: $(STAMP) ## Unit tests only (no network)
 test: $(STAMP) check-proto lint typecheck ## The whole suite: generated-code drift, lint, types, unit + integration tests
 	$(BIN)/pytest -q
 
-bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path); results go to bench/results/
+bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, capacity); results go to bench/results/
 	$(BIN)/python -m bench.overhead
 	$(BIN)/python -m bench.checkpoints
 	$(BIN)/python -m bench.store_hotpath
+	$(BIN)/python -m bench.capacity
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load
