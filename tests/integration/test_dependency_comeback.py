@@ -1,7 +1,8 @@
 """A dependency that comes back is used at once; runs made while it was away wait for it.
 
-The Reasoner runs as a child process on a fixed port. It is started after the
-gateway, killed with SIGKILL for a few seconds and restarted on the same port:
+The Reasoner (or the ToolService) runs as a child process on a fixed port. It
+is started after the gateway, killed with SIGKILL for a few seconds and
+restarted on the same port:
 runs started while it is down finish once it is back (within their deadline),
 and runs after that succeed without a reconnect backoff still running down.
 """
@@ -9,11 +10,13 @@ and runs after that succeed without a reconnect backoff still running down.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
+from tests.fixtures.slow_tools import LOG_ENV
 from tests.support.processes import ServiceProcess, free_port
 from tests.support.stack import Stack, final_of, kinds, start_stack
 from tests.support.tools import make_registry
@@ -27,6 +30,17 @@ SCRIPT = Script(
             turns=(
                 Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
                 Turn(content="It is {{tool:add}}."),
+            ),
+        ),
+    )
+)
+ECHO = Script(
+    scenarios=(
+        Scenario(
+            match="echo",
+            turns=(
+                Turn(tool_calls=(ScriptedToolCall("quick_echo", {"text": "hi"}),)),
+                Turn(content="Got {{tool:quick_echo}}."),
             ),
         ),
     )
@@ -105,3 +119,29 @@ async def test_a_run_waiting_for_a_dependency_that_stays_away_fails_clearly() ->
     assert last.WhichOneof("event") == "error", kinds(events)
     assert last.error.code == "UNAVAILABLE"
     assert last.error.message == f"reasoner: no replica reachable at 127.0.0.1:{port} (waited 1.5 s)"
+
+
+async def test_runs_during_a_tool_service_outage_finish_once_it_is_back(tmp_path: Path) -> None:
+    env = {LOG_ENV: str(tmp_path / "tools.log")}
+    tools = ServiceProcess("tools", ["--tools", "tests.fixtures.slow_tools"], env=env)
+    await tools.start()
+    stack = await start_stack(ECHO, gateway_overrides={"tools_addr": tools.addr, "rpc_backoff_s": 0.2})
+
+    async def echo() -> str:
+        events = await stack.run("echo please", deadline_s=RUN_DEADLINE_S)
+        assert events[-1].WhichOneof("event") == "final", (kinds(events), events[-1])
+        return final_of(events).final_reply
+
+    try:
+        assert await echo() == "Got quick hi."
+        await tools.kill()
+        during = [asyncio.create_task(echo()) for _ in range(3)]
+        await asyncio.sleep(OUTAGE_S)
+        assert not any(task.done() for task in during), [t.result() for t in during if t.done()]
+        await tools.start()
+        assert await asyncio.gather(*during) == ["Got quick hi."] * 3
+        for _ in range(3):
+            assert await echo() == "Got quick hi."
+    finally:
+        await stack.close()
+        await tools.stop()
