@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -130,7 +131,7 @@ async def health(addr: str, service: str, timeout_s: float) -> int:
 
 
 async def database(args: argparse.Namespace) -> int:
-    """`agentloop db upgrade|current|prune` against DATABASE_URL (or --url)."""
+    """`agentloop db upgrade|current|prune|wait` against DATABASE_URL (or --url)."""
     from gateway.store import migrate
     from gateway.store.factory import check_reachable, open_store, resolve_url
 
@@ -142,6 +143,8 @@ async def database(args: argparse.Namespace) -> int:
         print(f"database at revision {await migrate.current_revision_async(url)}")
     elif args.action == "current":
         print(await migrate.current_revision_async(url) or "(empty database)")
+    elif args.action == "wait":
+        return await _wait_for_schema(url, args.timeout_s)
     else:
         if args.keep_last < 1 and args.idle_ttl_s <= 0:
             print("nothing to prune: give --keep-last N and/or --idle-ttl-s S", file=sys.stderr)
@@ -154,6 +157,30 @@ async def database(args: argparse.Namespace) -> int:
             await store.close()
         print(f"deleted {stats.checkpoints_deleted} checkpoints and {stats.threads_deleted} threads")
     return 0
+
+
+async def _wait_for_schema(url: str, timeout_s: float) -> int:
+    """0 once the database is at this code's newest revision (the migration Job has run), 1 on timeout.
+
+    What a gateway started with AGENTLOOP_DB_MIGRATE=0 waits on (a Kubernetes
+    init container), so it never serves against an older schema.
+    """
+    from gateway.store import migrate
+
+    head = migrate.head_revision()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            current = await migrate.current_revision_async(url)
+        except Exception as exc:  # the database may not accept connections yet
+            current = f"unreachable ({type(exc).__name__})"
+        if current == head:
+            print(f"database at revision {head}")
+            return 0
+        if time.monotonic() >= deadline:
+            print(f"database at {current or '(empty database)'}, not {head}", file=sys.stderr)
+            return 1
+        await asyncio.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -173,10 +200,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--sql-database", default=None, help="tools: path of the sample SQLite database")
     serve.add_argument(
-        "--reasoner", default=None, help="gateway: reasoner host:port (AGENTLOOP_REASONER_ADDR)"
+        "--reasoner",
+        default=None,
+        help="gateway: reasoner host:port, ip:port list or dns:///name:port (AGENTLOOP_REASONER_ADDR)",
     )
     serve.add_argument(
-        "--tools-addr", default=None, help="gateway: tool service host:port (AGENTLOOP_TOOLS_ADDR)"
+        "--tools-addr", default=None, help="gateway: tool service address, same forms (AGENTLOOP_TOOLS_ADDR)"
     )
     serve.add_argument("--max-steps", type=int, default=None, help="gateway: default step limit")
 
@@ -197,13 +226,16 @@ def _parser() -> argparse.ArgumentParser:
     ask_p.add_argument("--token", default="", help="bearer token (AGENTLOOP_TOKEN)")
 
     db = sub.add_parser("db", help="database schema and retention")
-    db.add_argument("action", choices=["upgrade", "current", "prune"])
+    db.add_argument("action", choices=["upgrade", "current", "prune", "wait"])
     db.add_argument(
         "--url", default=None, help="database URL (DATABASE_URL; empty = the embedded SQLite file)"
     )
     db.add_argument("--revision", default="head", help="upgrade: target revision")
     db.add_argument("--keep-last", type=int, default=0, help="prune: keep each run's newest N checkpoints")
     db.add_argument("--idle-ttl-s", type=float, default=0.0, help="prune: delete threads idle this long")
+    db.add_argument(
+        "--timeout-s", type=float, default=300.0, help="wait: how long to wait for the newest revision"
+    )
 
     health_p = sub.add_parser("health", help="check a service through grpc.health.v1 (exit 0 = serving)")
     health_p.add_argument("addr", help="host:port")

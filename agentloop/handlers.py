@@ -8,6 +8,7 @@ with the original (de)serializers is the same for all of them: it lives here.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -30,8 +31,12 @@ def wrap_handler(
             response_serializer=handler.response_serializer,
         )
     if handler.unary_stream is not None:
+        # A streaming handler written as a coroutine that calls `context.write` (grpc.health.v1's
+        # Watch, which client-side health checking opens) is awaited like a unary one, not iterated.
+        behavior = handler.unary_stream
+        wrapped = stream(behavior) if inspect.isasyncgenfunction(behavior) else unary(behavior)
         return grpc.unary_stream_rpc_method_handler(
-            stream(handler.unary_stream),
+            wrapped,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )

@@ -28,6 +28,7 @@ from typing import Any
 
 import grpc
 
+from agentloop import channels
 from agentloop.errors import AgentloopError, PermissionDenied
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 
@@ -95,11 +96,12 @@ def open_channel(
     options: Sequence[tuple[str, Any]] = (),
     interceptors: Sequence[Any] = (),
 ) -> grpc.aio.Channel:
-    """A channel to another agentloop service: TLS when a CA is configured, plaintext otherwise."""
+    """A channel to another agentloop service: TLS when a CA is configured, plaintext otherwise.
+
+    Options, reconnect behaviour and address forms are those of agentloop.channels.
+    """
     credentials = tls.channel_credentials() if tls is not None else None
-    if credentials is None:
-        return grpc.aio.insecure_channel(addr, options=list(options), interceptors=list(interceptors))
-    return grpc.aio.secure_channel(addr, credentials, options=list(options), interceptors=list(interceptors))
+    return channels.open_channel(addr, credentials, options, interceptors)
 
 
 Verifier = Callable[[str], "str | Awaitable[str | None] | None"]

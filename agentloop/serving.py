@@ -19,6 +19,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_status import rpc_status
 
+from agentloop.channels import CHANNEL_OPTIONS as CHANNEL_OPTIONS  # re-exported for older imports
+from agentloop.channels import MAX_MESSAGE_BYTES, SERVER_OPTIONS
 from agentloop.errors import AgentloopError
 from agentloop.errors import rpc_status as error_status
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
@@ -27,16 +29,6 @@ from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
 log = logging.getLogger(__name__)
-
-# Big enough for long conversations; the gateway enforces its own limits.
-MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-CHANNEL_OPTIONS: list[tuple[str, Any]] = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-]
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
@@ -130,7 +122,7 @@ async def build_server(
         # Inside the error interceptor, so a refused token becomes UNAUTHENTICATED like any typed error.
         interceptors.append(AuthInterceptor(authenticator))
     options = [
-        *CHANNEL_OPTIONS[2:],
+        *SERVER_OPTIONS,
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
     ]

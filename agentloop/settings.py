@@ -7,6 +7,7 @@ lists exactly these variables (a test keeps the two in step).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -108,6 +109,13 @@ def _loop_policies(env: Mapping[str, str], name: str) -> tuple[tuple[str, LoopPo
         raise SettingError(str(exc)) from None
 
 
+def _addr(env: Mapping[str, str], name: str, default: str) -> str:
+    """A service address, checked now so a malformed list fails at startup with the variable's name."""
+    raw = _get(env, name, default)
+    grpc_target(raw, name)
+    return raw
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = _get(env, name, "1" if default else "0").strip().lower()
     if raw in ("1", "true", "yes", "on"):
@@ -115,6 +123,51 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise SettingError(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
+# gRPC name-resolver schemes a target may name explicitly (dns:///host:port, ipv4:a:p,b:p, unix:/path ...).
+_TARGET_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "xds:")
+
+
+def grpc_target(addr: str, name: str = "address") -> str:
+    """The gRPC target for a service address: one `host:port`, a list, or a resolver URI.
+
+    - `host:port` stays as it is (gRPC resolves the name through DNS);
+    - a resolver URI (`dns:///reasoner.ns.svc:50051`, `ipv4:...`, `unix:...`) stays as it is;
+      with `dns:` every address the name resolves to becomes a replica;
+    - a comma-separated list of IP `addr:port` entries becomes an `ipv4:`/`ipv6:` target, one
+      replica per entry. Names are refused in a list: gRPC's static resolvers take addresses
+      only, and a name belongs in a `dns:///` target, where it is re-resolved as replicas change.
+    """
+    value = addr.strip()
+    if not value:
+        raise SettingError(f"{name}: empty address")
+    if value.startswith(_TARGET_SCHEMES):
+        return value
+    entries = [item.strip() for item in value.split(",")]
+    if len(entries) == 1:
+        return value
+    families = {_ip_family(entry, name) for entry in entries}
+    if len(families) != 1:
+        raise SettingError(f"{name}={addr!r}: mixes IPv4 and IPv6 addresses")
+    return f"{families.pop()}:{','.join(entries)}"
+
+
+def _ip_family(entry: str, name: str) -> str:
+    """`ipv4` or `ipv6` for an `ip:port` / `[ip]:port` list entry; SettingError for anything else."""
+    host, sep, port = entry.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingError(f"{name}: list entry {entry!r} is not address:port")
+    try:
+        ip = ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+    except ValueError:
+        raise SettingError(
+            f"{name}: list entry {entry!r} is not an IP address; use dns:///{entry} for a name "
+            "that resolves to several replicas"
+        ) from None
+    if ip.version == 6 and not host.startswith("["):
+        raise SettingError(f"{name}: write IPv6 list entries as [address]:port, not {entry!r}")
+    return f"ipv{ip.version}"
 
 
 @dataclass(frozen=True)
@@ -182,6 +235,7 @@ class GatewaySettings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     rpc_attempts: int = 4
     rpc_backoff_s: float = 0.2
+    rpc_wait_s: float = 60.0
     step_timeout_s: float = 300.0
     tools_cache_s: float = 5.0
     database_url: str = ""
@@ -212,12 +266,13 @@ class GatewaySettings:
         return cls(
             host=_get(e, "AGENTLOOP_HOST", cls.host),
             port=_int(e, "AGENTLOOP_GATEWAY_PORT", cls.port),
-            reasoner_addr=_get(e, "AGENTLOOP_REASONER_ADDR", cls.reasoner_addr),
-            tools_addr=_get(e, "AGENTLOOP_TOOLS_ADDR", cls.tools_addr),
+            reasoner_addr=_addr(e, "AGENTLOOP_REASONER_ADDR", cls.reasoner_addr),
+            tools_addr=_addr(e, "AGENTLOOP_TOOLS_ADDR", cls.tools_addr),
             max_steps=_int(e, "AGENTLOOP_MAX_STEPS", cls.max_steps, minimum=1),
             system_prompt=_get(e, "AGENTLOOP_SYSTEM_PROMPT", cls.system_prompt),
             rpc_attempts=_int(e, "AGENTLOOP_RPC_ATTEMPTS", cls.rpc_attempts, minimum=1),
             rpc_backoff_s=_float(e, "AGENTLOOP_RPC_BACKOFF_S", cls.rpc_backoff_s),
+            rpc_wait_s=_float(e, "AGENTLOOP_RPC_WAIT_S", cls.rpc_wait_s),
             step_timeout_s=_float(e, "AGENTLOOP_STEP_TIMEOUT_S", cls.step_timeout_s),
             tools_cache_s=_float(e, "AGENTLOOP_TOOLS_CACHE_S", cls.tools_cache_s),
             database_url=_database_url(e, "DATABASE_URL"),

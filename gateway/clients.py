@@ -1,117 +1,129 @@
-"""The gateway's connections to the Reasoner and the ToolService, with retries.
+"""The gateway's connections to the Reasoner and the ToolService: replicas, waiting and retries.
 
 One channel per dependency for the whole process (gRPC multiplexes calls on
-it). A call that fails with UNAVAILABLE is retried with exponential backoff
-and full jitter, but only while retrying cannot duplicate anything visible:
-a stream is retried only before its first event, and a tool batch is
-re-issued only for the calls that have no result yet.
+it). The address may name several replicas (a list or a `dns:///` name): calls
+are balanced round_robin over the healthy ones. How calls behave when a
+dependency goes away is set in one place, `agentloop.channels` (service
+config and channel options):
+
+- a call made while the dependency is unreachable waits for it to come back,
+  up to `RetryPolicy.wait_s` (and never past the call's deadline), then fails
+  UNAVAILABLE naming the dependency;
+- a call that fails UNAVAILABLE before its response started is retried by
+  gRPC's retry policy, on another replica when there is one;
+- a stream is never retried after its first event (that would repeat what the
+  client saw) — except a tool batch, which is re-issued here for the calls
+  that have no result yet, so a finished tool call never runs twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TypeVar
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import grpc
 
-from agentloop.errors import from_rpc_error
+from agentloop.channels import RetryPolicy, service_config
+from agentloop.errors import Unavailable, from_rpc_error
 from agentloop.security import TlsSettings, open_channel
-from agentloop.serving import CHANNEL_OPTIONS
 from agentloop.telemetry import trace_context_interceptors
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
-_MAX_BACKOFF_S = 5.0
+REASONER_SERVICE = "agentloop.v1.Reasoner"
+TOOLS_SERVICE = "agentloop.v1.ToolService"
 
 
-class Retry:
-    """Attempts and backoff for calls to a dependency."""
+# The name the gateway's wiring uses; the policy itself lives with the channels it configures.
+Retry = RetryPolicy
 
-    def __init__(self, attempts: int, backoff_s: float) -> None:
-        self.attempts = max(1, attempts)
-        self.backoff_s = backoff_s
 
-    def should_retry(self, exc: grpc.aio.AioRpcError, attempt: int) -> bool:
-        """Whether a failed attempt (0-based) is worth another try."""
-        return exc.code() in RETRYABLE and attempt + 1 < self.attempts
+class Dependency:
+    """One dependency's channel, with the bounded wait for it to be reachable."""
 
-    async def unary(self, call: Callable[[], Awaitable[T]], service: str, what: str) -> T:
-        """Run a unary call, retrying UNAVAILABLE; a final failure becomes the service's typed error."""
-        for attempt in range(self.attempts):
-            try:
-                return await call()
-            except grpc.aio.AioRpcError as exc:
-                if not self.should_retry(exc, attempt):
-                    raise from_rpc_error(exc, service) from exc
-                log.warning("%s %s failed (%s), retrying", service, what, exc.code().name)
-                await self.sleep(attempt)
-        raise AssertionError("unreachable")
+    def __init__(self, name: str, addr: str, channel: grpc.aio.Channel, retry: Retry) -> None:
+        self.name = name
+        self.addr = addr
+        self.channel = channel
+        self.retry = retry
 
-    async def sleep(self, attempt: int) -> None:
-        """Full-jitter exponential backoff before attempt `attempt + 1`."""
-        cap = min(_MAX_BACKOFF_S, self.backoff_s * (2**attempt))
-        await asyncio.sleep(random.uniform(0, cap))
+    async def ready(self, timeout_s: float) -> float:
+        """Wait until a replica is connected and healthy; returns what is left of `timeout_s`.
+
+        gRPC would make a wait-for-ready call wait as long as its deadline (a
+        model step may have minutes); this bounds the wait for a dependency
+        that is down to `wait_s`, so a run fails with a clear UNAVAILABLE
+        instead of hanging when the dependency does not come back.
+        """
+        if self.channel.get_state(try_to_connect=True) == grpc.ChannelConnectivity.READY:
+            return timeout_s
+        budget = min(self.retry.wait_s, timeout_s)
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(self.channel.channel_ready(), budget)
+        except TimeoutError:
+            raise Unavailable(
+                f"{self.name}: no replica reachable at {self.addr} (waited {budget:.1f} s)"
+            ) from None
+        return max(0.001, timeout_s - (time.monotonic() - started))
 
 
 class ReasonerClient:
-    """Step and StreamStep with retries on UNAVAILABLE."""
+    """Step and StreamStep; waits and retries come from the channel's service config."""
 
-    def __init__(self, channel: grpc.aio.Channel, retry: Retry) -> None:
-        self._stub = reasoner_pb2_grpc.ReasonerStub(channel)
-        self._retry = retry
+    def __init__(self, dependency: Dependency) -> None:
+        self._dep = dependency
+        self._stub = reasoner_pb2_grpc.ReasonerStub(dependency.channel)
 
     async def step(
         self, params: reasoner_pb2.CompletionParams, rpc_timeout_s: float
     ) -> reasoner_pb2.StepResult:
         """One non-streamed model call."""
         request = reasoner_pb2.StepRequest(params=params)
-        response: reasoner_pb2.StepResponse = await self._retry.unary(
-            lambda: self._stub.Step(request, timeout=rpc_timeout_s), "reasoner", "Step"
-        )
+        timeout = await self._dep.ready(rpc_timeout_s)
+        try:
+            response: reasoner_pb2.StepResponse = await self._stub.Step(request, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, "reasoner") from exc
         return response.result
 
     async def stream_step(
         self, params: reasoner_pb2.CompletionParams, rpc_timeout_s: float
     ) -> AsyncIterator[reasoner_pb2.StreamStepResponse]:
-        """One streamed model call; retried only if it failed before its first event."""
+        """One streamed model call (gRPC retries it only before its first event)."""
         request = reasoner_pb2.StreamStepRequest(params=params)
-        for attempt in range(self._retry.attempts):
-            started = False
-            call = self._stub.StreamStep(request, timeout=rpc_timeout_s)
-            try:
-                async for event in call:
-                    started = True
-                    yield event
-                return
-            except grpc.aio.AioRpcError as exc:
-                if started or not self._retry.should_retry(exc, attempt):
-                    raise from_rpc_error(exc, "reasoner") from exc
-                log.warning("reasoner StreamStep failed (%s), retrying", exc.code().name)
-                await self._retry.sleep(attempt)
-            finally:
-                call.cancel()
+        timeout = await self._dep.ready(rpc_timeout_s)
+        call = self._stub.StreamStep(request, timeout=timeout)
+        try:
+            async for event in call:
+                yield event
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, "reasoner") from exc
+        finally:
+            call.cancel()
 
 
 class ToolsClient:
-    """ListTools and Execute with retries on UNAVAILABLE."""
+    """ListTools and Execute; a broken tool batch is re-issued for its unfinished calls."""
 
-    def __init__(self, channel: grpc.aio.Channel, retry: Retry) -> None:
-        self._stub = tools_pb2_grpc.ToolServiceStub(channel)
-        self._retry = retry
+    def __init__(self, dependency: Dependency) -> None:
+        self._dep = dependency
+        self._retry = dependency.retry
+        self._stub = tools_pb2_grpc.ToolServiceStub(dependency.channel)
 
     async def list_tools(self, rpc_timeout_s: float) -> list[common_pb2.ToolSpec]:
         """Every tool the ToolService offers."""
-        response: tools_pb2.ListToolsResponse = await self._retry.unary(
-            lambda: self._stub.ListTools(tools_pb2.ListToolsRequest(), timeout=rpc_timeout_s),
-            "tools",
-            "ListTools",
-        )
+        timeout = await self._dep.ready(rpc_timeout_s)
+        try:
+            response: tools_pb2.ListToolsResponse = await self._stub.ListTools(
+                tools_pb2.ListToolsRequest(), timeout=timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, "tools") from exc
         return list(response.tools)
 
     async def execute(
@@ -126,11 +138,14 @@ class ToolsClient:
     ) -> AsyncIterator[tools_pb2.ExecuteResponse]:
         """Run a batch; after a broken stream, re-issue only the calls that have no result.
 
-        Each call id is announced once (a re-issued call does not repeat its
-        `started` event) and finishes once.
+        gRPC retries a batch that failed before its first event; once events
+        have arrived, only this loop knows which calls are done. Each call id
+        is announced once (a re-issued call does not repeat its `started`
+        event) and finishes once. All attempts share `rpc_timeout_s`.
         """
         pending = {c.id: c for c in calls}
         announced: set[str] = set()
+        deadline = time.monotonic() + rpc_timeout_s
         for attempt in range(self._retry.attempts):
             request = tools_pb2.ExecuteRequest(
                 calls=list(pending.values()),
@@ -139,7 +154,8 @@ class ToolsClient:
                 max_concurrency=1 if serial else 0,
                 injected=injected,
             )
-            call = self._stub.Execute(request, timeout=rpc_timeout_s)
+            timeout = await self._dep.ready(max(0.001, deadline - time.monotonic()))
+            call = self._stub.Execute(request, timeout=timeout)
             try:
                 async for event in call:
                     if event.HasField("started"):
@@ -151,14 +167,22 @@ class ToolsClient:
                     yield event
                 return
             except grpc.aio.AioRpcError as exc:
-                if not pending or not self._retry.should_retry(exc, attempt):
+                if not pending or not self._retry.should_retry(exc.code(), attempt):
                     raise from_rpc_error(exc, "tools") from exc
                 log.warning(
                     "tools Execute failed (%s), retrying %d unfinished calls", exc.code().name, len(pending)
                 )
-                await self._retry.sleep(attempt)
+                await asyncio.sleep(self._retry.delay_s(attempt))
             finally:
                 call.cancel()
+
+
+def _open(
+    name: str, addr: str, service: str, retry: Retry, tls: TlsSettings | None, interceptors: list[Any]
+) -> Dependency:
+    """A dependency's channel: round_robin over its replicas, with the retry policy's service config."""
+    options = [("grpc.service_config", service_config([service], retry))]
+    return Dependency(name, addr, open_channel(addr, tls, options, interceptors), retry)
 
 
 class Dependencies:
@@ -169,20 +193,20 @@ class Dependencies:
     ) -> None:
         # Each call carries the caller's trace context: one run is one trace across the services.
         tracing = trace_context_interceptors()
-        self._reasoner_channel = open_channel(reasoner_addr, tls, CHANNEL_OPTIONS, tracing)
-        self._tools_channel = open_channel(tools_addr, tls, CHANNEL_OPTIONS, tracing)
-        self.reasoner = ReasonerClient(self._reasoner_channel, retry)
-        self.tools = ToolsClient(self._tools_channel, retry)
+        self.reasoner_dependency = _open("reasoner", reasoner_addr, REASONER_SERVICE, retry, tls, tracing)
+        self.tools_dependency = _open("tools", tools_addr, TOOLS_SERVICE, retry, tls, tracing)
+        self.reasoner = ReasonerClient(self.reasoner_dependency)
+        self.tools = ToolsClient(self.tools_dependency)
 
     @property
     def reasoner_channel(self) -> grpc.aio.Channel:
-        return self._reasoner_channel
+        return self.reasoner_dependency.channel
 
     @property
     def tools_channel(self) -> grpc.aio.Channel:
-        return self._tools_channel
+        return self.tools_dependency.channel
 
     async def close(self) -> None:
         """Close both channels."""
-        await self._reasoner_channel.close()
-        await self._tools_channel.close()
+        await self.reasoner_dependency.channel.close()
+        await self.tools_dependency.channel.close()

@@ -344,7 +344,7 @@ async def create_server(
     deps = Dependencies(
         settings.reasoner_addr,
         settings.tools_addr,
-        Retry(settings.rpc_attempts, settings.rpc_backoff_s),
+        Retry(settings.rpc_attempts, settings.rpc_backoff_s, wait_s=settings.rpc_wait_s),
         tls=tls,
     )
     manager = RunManager(settings, deps, store, telemetry)

@@ -406,6 +406,7 @@ async def test_a_failed_run_is_counted_and_its_span_says_why(recorded: Recorded,
         tools_addr=f"127.0.0.1:{tools.port}",
         rpc_attempts=2,
         rpc_backoff_s=0.01,
+        rpc_wait_s=0.5,
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'agentloop.db'}",
     )
     gateway = await create_gateway(settings, telemetry=recorded.telemetry)

@@ -1,0 +1,169 @@
+"""Every gRPC channel agentloop opens, and how it behaves when a server goes away and comes back.
+
+One module decides the transport behaviour of every hop (gateway → Reasoner,
+gateway → ToolService, CLI → gateway), so it is tuned in one place:
+
+- **Reconnect backoff bounded for a service mesh.** gRPC's defaults (1 s
+  growing ×1.6 up to 120 s) are made for clients on the open internet; between
+  services on one network they leave a dependency that restarted unused for up
+  to two minutes. Here a channel tries again within `MAX_RECONNECT_BACKOFF_MS`
+  of the server coming back.
+- **Keepalive** pings find a dead peer (a node gone without a FIN) in
+  `KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS`, and the servers accept those pings.
+- **Replicas.** A target naming several addresses (a `dns:///` name, or a list
+  turned into an `ipv4:` target by `agentloop.settings.grpc_target`) is balanced
+  `round_robin`, and each replica's `grpc.health.v1` status is watched
+  (client-side health checking): a replica that reports NOT_SERVING (draining
+  on shutdown) gets no new calls.
+- **Calls wait for a dependency that is coming back** (`waitForReady`) instead
+  of failing at once while the channel is reconnecting, and a call that failed
+  UNAVAILABLE before its response started is retried by gRPC itself (its
+  retry policy), on another replica when there is one. Both are bounded by the
+  call's deadline.
+
+The service config carrying the last three is built by `service_config` from a
+`RetryPolicy`, the one place retry attempts and backoff are defined.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from agentloop.settings import grpc_target
+
+# Big enough for long conversations; the gateway enforces its own limits.
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
+# First reconnect attempt 100 ms after a connection is lost, then growing to at most 1 s.
+INITIAL_RECONNECT_BACKOFF_MS = 100
+MAX_RECONNECT_BACKOFF_MS = 1_000
+# How long one connection attempt may take (gRPC's "min connect timeout", 20 s by default): long
+# enough for a TLS handshake on a loaded node, short enough to move on from a vanished pod address.
+CONNECT_TIMEOUT_MS = 5_000
+KEEPALIVE_TIME_MS = 20_000
+KEEPALIVE_TIMEOUT_MS = 10_000
+# A headless DNS name is re-resolved at most this often (gRPC's default is 30 s), so a new replica
+# is found soon after a connection to an old one fails.
+DNS_MIN_RESOLUTION_INTERVAL_MS = 5_000
+
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", INITIAL_RECONNECT_BACKOFF_MS),
+    ("grpc.max_reconnect_backoff_ms", MAX_RECONNECT_BACKOFF_MS),
+    ("grpc.min_reconnect_backoff_ms", CONNECT_TIMEOUT_MS),
+    ("grpc.dns_min_time_between_resolutions_ms", DNS_MIN_RESOLUTION_INTERVAL_MS),
+    # A request up to the message limit can still be retried (gRPC buffers 256 KiB by default).
+    ("grpc.per_rpc_retry_buffer_size", MAX_MESSAGE_BYTES),
+]
+
+# The servers' side of the same agreement: accept the clients' keepalive pings (gRPC servers
+# otherwise answer pings more frequent than every 5 minutes with GOAWAY) and ping idle clients.
+SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+]
+
+# gRPC refuses retry policies of more than 5 attempts (it clamps them); wait-for-ready covers
+# longer outages, so more attempts would add nothing.
+_MAX_GRPC_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How calls to another agentloop service are retried: the one definition of attempts and backoff.
+
+    `attempts` and `backoff_s` go into gRPC's retry policy (`service_config`);
+    `wait_s` bounds how long a call waits for an unreachable dependency to come
+    back before it fails UNAVAILABLE (see `gateway.clients`).
+    """
+
+    attempts: int = 4
+    backoff_s: float = 0.2
+    max_backoff_s: float = 5.0
+    wait_s: float = 60.0
+
+    def should_retry(self, code: grpc.StatusCode, attempt: int) -> bool:
+        """Whether a call the gateway re-issues itself (after attempt `attempt`, 0-based) goes again."""
+        return code == grpc.StatusCode.UNAVAILABLE and attempt + 1 < self.attempts
+
+    def delay_s(self, attempt: int) -> float:
+        """Full-jitter exponential backoff before attempt `attempt + 1` of a re-issued call."""
+        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * (2**attempt)))
+
+    def grpc_retry_policy(self) -> dict[str, Any] | None:
+        """The `retryPolicy` of a method config, or None when retries are off (one attempt)."""
+        attempts = min(_MAX_GRPC_ATTEMPTS, self.attempts)
+        if attempts < 2:
+            return None
+        initial = max(0.001, self.backoff_s)
+        return {
+            "maxAttempts": attempts,
+            "initialBackoff": f"{initial:.3f}s",
+            "maxBackoff": f"{max(initial, self.max_backoff_s):.3f}s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        }
+
+
+def service_config(services: Sequence[str], retry: RetryPolicy, health_service: str = "") -> str:
+    """The JSON service config of a channel to replicas of `services` (fully qualified gRPC names).
+
+    round_robin over every resolved address, each replica's health watched
+    through grpc.health.v1 `health_service` ("" = the server as a whole), and
+    for the named services' methods: wait for ready, and retry UNAVAILABLE.
+    The health-check service itself is left out of the method config, so
+    probes still fail fast.
+    """
+    method: dict[str, Any] = {"name": [{"service": s} for s in services], "waitForReady": True}
+    policy = retry.grpc_retry_policy()
+    if policy is not None:
+        method["retryPolicy"] = policy
+    config = {
+        "loadBalancingConfig": [{"round_robin": {}}],
+        "healthCheckConfig": {"serviceName": health_service},
+        "methodConfig": [method],
+    }
+    return json.dumps(config, separators=(",", ":"))
+
+
+def merge_options(*groups: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Channel or server options with later groups overriding earlier ones, each key once."""
+    merged: dict[str, Any] = {}
+    for group in groups:
+        merged.update(group)
+    return list(merged.items())
+
+
+def open_channel(
+    addr: str,
+    credentials: grpc.ChannelCredentials | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+    interceptors: Sequence[Any] = (),
+    config: str | None = None,
+) -> grpc.aio.Channel:
+    """An asyncio channel to `addr` (one address, a list, or a resolver URI) with agentloop's options.
+
+    `options` override the defaults key by key; `config` is a service config
+    from `service_config`.
+    """
+    merged = merge_options(CHANNEL_OPTIONS, options)
+    if config is not None:
+        merged.append(("grpc.service_config", config))
+    target = grpc_target(addr)
+    if credentials is None:
+        return grpc.aio.insecure_channel(target, options=merged, interceptors=list(interceptors))
+    return grpc.aio.secure_channel(target, credentials, options=merged, interceptors=list(interceptors))
