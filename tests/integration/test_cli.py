@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +18,9 @@ from tests.support.stack import start_stack
 pytestmark = pytest.mark.integration
 
 
-def test_demo_streams_an_answer_that_used_two_tools_in_one_step() -> None:
+def test_demo_streams_an_answer_that_used_two_tools_in_one_step(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["AGENTLOOP_HOME"] = str(tmp_path)  # the user's own demo database stays out of the test
     proc = subprocess.run(
         [sys.executable, "-m", "agentloop.cli", "demo"], env=env, capture_output=True, text=True, timeout=120
     )
