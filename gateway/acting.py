@@ -14,6 +14,7 @@ import json
 
 import jsonschema
 
+from agentloop.jsonlimits import loads_bounded
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import call_hooks
 from gateway.loops import describe, detect_loop, rounds_of
@@ -188,7 +189,7 @@ def _check_final_answer(
     """Check a final_answer call against the run's schema: (result for the model, canonical JSON if valid)."""
     assert state.config.output_schema is not None
     try:
-        value = json.loads(call.arguments_json or "{}")
+        value = loads_bounded(call.arguments_json or "{}", what="final_answer arguments")
     except ValueError as exc:
         message = (
             f"final_answer arguments are not valid JSON: {exc}. Call final_answer again with a JSON object."

@@ -7,12 +7,12 @@ lives in one place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from agentloop.errors import InvalidArgument
+from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.v1 import common_pb2, reasoner_pb2
 
 _ROLE_NAMES = {
@@ -32,7 +32,7 @@ _TOOL_CHOICE_MODES = {
 @lru_cache(maxsize=1024)
 def _parse_schema(text: str) -> dict[str, Any]:
     """Parse a tool's JSON schema once: the gateway sends the same specs every step."""
-    value = json.loads(text) if text else {"type": "object", "properties": {}}
+    value = loads_bounded(text, what="schema") if text else {"type": "object", "properties": {}}
     if not isinstance(value, dict):
         raise ValueError("must be a JSON object")
     return value
@@ -103,7 +103,9 @@ def request_kwargs(params: reasoner_pb2.CompletionParams, default_model: str) ->
         raise InvalidArgument("params.tool_choice", "names a tool but params.tools is empty")
     if params.response_format_json:
         try:
-            kwargs["response_format"] = json.loads(params.response_format_json)
+            kwargs["response_format"] = loads_bounded(params.response_format_json, what="response_format")
+        except JsonLimitError as exc:
+            raise InvalidArgument("params.response_format_json", exc.problem) from None
         except ValueError as exc:
             raise InvalidArgument("params.response_format_json", f"is not valid JSON: {exc}") from None
     if params.HasField("temperature"):

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 from jsonschema import Draft202012Validator, ValidationError
 
+from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.v1 import common_pb2
 from tool_svc.schema import function_schema
 
@@ -282,7 +283,12 @@ class Tool:
         if not arguments_json:
             return {}
         try:
-            arguments = json.loads(arguments_json)
+            arguments = loads_bounded(arguments_json, what="arguments")
+        except JsonLimitError as exc:
+            raise ArgumentError(
+                common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
+                f"{exc}; send one flat JSON object with the properties: {self._property_names}",
+            ) from None
         except json.JSONDecodeError as exc:
             raise ArgumentError(
                 common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
