@@ -170,7 +170,7 @@ async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.Tool
         calls,
         state.config.tool_timeout_s,
         ctx.timeout(),
-        scope=state.run_id,
+        scope=f"{state.run_id}/{state.current_step}",
         serial=state.config.serial_tools,
         injected=injected_context(state, calls, ctx),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import time
@@ -34,12 +35,24 @@ _MAX_ERROR_CHARS = 2000
 _NO_INJECTED = InjectedValues()
 
 
+def memo_key(scope: str, call: common_pb2.ToolCall) -> str:
+    """The memo's key of a call: its scope, its id and a digest of what it asks for.
+
+    The gateway scopes calls by run and step, so only a re-issue of the same
+    call of the same step matches: a model that reuses an id in a later step
+    (or an endpoint that numbers ids from call_0 at every step) gets its new
+    call run, never an older call's result.
+    """
+    digest = hashlib.sha256(f"{call.name}\0{call.arguments_json}".encode()).hexdigest()[:32]
+    return f"{scope}:{call.id}:{digest}"
+
+
 class ResultMemo:
-    """Recent outcomes by idempotency key ("<scope>:<call id>"), so a re-issued call never runs twice.
+    """Recent outcomes by memo key (see `memo_key`), so a re-issued call never runs twice.
 
     A gateway that crashed after a call finished but before it saved the
-    result re-sends the call with the same key: it gets the stored result (or
-    joins the run still in progress). Re-issues come within a lease period or
+    result re-sends the call with the same scope, id, name and arguments: it
+    gets the stored result (or joins the run still in progress). Re-issues come within a lease period or
     two, so entries live two minutes, and the memo is bounded in entries and
     bytes as well (memory stays flat under load). A call that was cancelled
     is forgotten, so it runs again when re-issued.
@@ -120,7 +133,7 @@ async def execute(
     discarded. Closing the iterator early (or cancelling its consumer) cancels
     and awaits every call still running; use ``contextlib.aclosing`` when you
     may stop before the end. With a ``scope`` and a ``memo``, calls are
-    idempotent per (scope, id): see ResultMemo. ``injected`` supplies the
+    idempotent per (scope, id, name, arguments): see ResultMemo. ``injected`` supplies the
     values of the tools' injected parameters; its JSON fields are parsed once
     for the whole batch (pass InjectedValues when already parsed), and a
     malformed one raises ValueError before any call starts. Each call that runs
@@ -164,7 +177,8 @@ async def _run(
 ) -> None:
     key = f"{scope}:{call.id}" if scope else call.id
     if memo is not None and scope:
-        earlier = memo.get(key)
+        entry = memo_key(scope, call)
+        earlier = memo.get(entry)
         if earlier is not None:
             emit(
                 tools_pb2.ToolStarted(
@@ -173,15 +187,15 @@ async def _run(
             )
             emit(await asyncio.shield(earlier))
             return
-        future = memo.begin(key)
+        future = memo.begin(entry)
         try:
             result = await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry)
         except BaseException:
-            memo.forget(key)
+            memo.forget(entry)
             if not future.done():
                 future.cancel()
             raise
-        memo.finish(key, future, result)
+        memo.finish(entry, future, result)
         emit(result)
         return
     emit(await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry))

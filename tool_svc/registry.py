@@ -62,7 +62,7 @@ class ToolContext:
     """What the executor tells a tool about the call it is serving.
 
     Declare a parameter of this type to receive it; it never appears in the
-    schema and the model cannot set it. ``idempotency_key`` ("<run>:<call id>"
+    schema and the model cannot set it. ``idempotency_key`` ("<run>/<step>:<call id>"
     when the gateway sends a scope, else the call id) is stable across retries
     and crash recovery of the same model turn, so tools with side effects can
     use it to do their work once.
