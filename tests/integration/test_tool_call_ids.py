@@ -114,7 +114,7 @@ async def test_the_tool_service_memo_matches_only_the_same_call_of_the_same_step
             call = common_pb2.ToolCall(id=call_id, name="add", arguments_json=f'{{"a": {a}, "b": 0}}')
             request = tools_pb2.ExecuteRequest(calls=[call], idempotency_scope=scope)
             events = [e async for e in stack.tools_stub.Execute(request, timeout=10)]
-            return events[-1].finished.content
+            return str(events[-1].finished.content)
 
         assert await execute("run-1/0", "call_0", 1) == "1"
         # A re-issue of the same call (a gateway retrying after a crash) is answered from the memo...
