@@ -66,6 +66,11 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise SettingError(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
 
 
+def reuse_port(env: Mapping[str, str] | None = None) -> bool:
+    """AGENTLOOP_REUSE_PORT: may servers share their port with others (SO_REUSEPORT)? Off by default."""
+    return _bool(os.environ if env is None else env, "AGENTLOOP_REUSE_PORT", False)
+
+
 @dataclass(frozen=True)
 class ReasonerSettings:
     """How the Reasoner reaches its OpenAI-compatible endpoint."""
