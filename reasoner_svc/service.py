@@ -36,7 +36,7 @@ from agentloop.errors import (
     ResourceExhausted,
     Unavailable,
 )
-from agentloop.security import TlsSettings
+from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ReasonerSettings
 from agentloop.telemetry import Telemetry
@@ -212,8 +212,14 @@ async def create_server(
     client: openai.AsyncOpenAI | None = None,
     telemetry: Telemetry | None = None,
     tls: TlsSettings | None = None,
+    authenticator: Authenticator | None = None,
 ) -> tuple[ServerHandle, openai.AsyncOpenAI]:
-    """Start a Reasoner on settings.host:settings.port (0 = any free port)."""
+    """Start a Reasoner on settings.host:settings.port (0 = any free port).
+
+    With an ``authenticator`` (see security.service_authenticator) every call
+    but health and reflection must bear the service token: the Reasoner spends
+    the configured API key, so only the gateway may call it.
+    """
     client = client or make_client(settings)
     service = ReasonerService(settings, client, telemetry)
     handle = await build_server(
@@ -223,6 +229,7 @@ async def create_server(
         settings.port,
         telemetry,
         tls=tls,
+        authenticator=authenticator,
     )
     return handle, client
 
@@ -231,7 +238,12 @@ async def serve(settings: ReasonerSettings) -> None:
     """Run a Reasoner until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
     telemetry = Telemetry.from_env("agentloop-reasoner")
     try:
-        handle, client = await create_server(settings, telemetry=telemetry, tls=TlsSettings.from_env())
+        handle, client = await create_server(
+            settings,
+            telemetry=telemetry,
+            tls=TlsSettings.from_env(),
+            authenticator=service_authenticator(service_token_from_env()),
+        )
         log.info("reasoner uses model %s at %s", settings.model, settings.base_url)
         await run_until_signal(handle, "reasoner", on_stop=client.close)
     finally:

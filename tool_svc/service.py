@@ -16,7 +16,7 @@ from contextlib import aclosing
 import grpc
 
 from agentloop.errors import InvalidArgument
-from agentloop.security import TlsSettings
+from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ToolSettings
 from agentloop.telemetry import Telemetry
@@ -124,11 +124,14 @@ async def create_server(
     registry: ToolRegistry | None = None,
     telemetry: Telemetry | None = None,
     tls: TlsSettings | None = None,
+    authenticator: Authenticator | None = None,
 ) -> ServerHandle:
     """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
 
     Without ``registry`` it serves the built-in tools; the modules named in
-    ``settings.modules`` are loaded on top either way.
+    ``settings.modules`` are loaded on top either way. With an
+    ``authenticator`` (see security.service_authenticator) every call but
+    health and reflection must bear the service token.
     """
     tools = default_registry(settings) if registry is None else registry
     load_modules(tools, settings.modules)
@@ -140,6 +143,7 @@ async def create_server(
         settings.port,
         telemetry,
         tls=tls,
+        authenticator=authenticator,
     )
     log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
     return handle
@@ -149,7 +153,12 @@ async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
     telemetry = Telemetry.from_env("agentloop-tools")
     try:
-        handle = await create_server(settings, telemetry=telemetry, tls=TlsSettings.from_env())
+        handle = await create_server(
+            settings,
+            telemetry=telemetry,
+            tls=TlsSettings.from_env(),
+            authenticator=service_authenticator(service_token_from_env()),
+        )
         await run_until_signal(handle, "ToolService")
     finally:
         await telemetry.aclose()
