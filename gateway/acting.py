@@ -157,21 +157,32 @@ class _Round:
                 self._announce(result)
 
     async def drain(self) -> None:
-        """Wait until every submitted result is persisted and announced (re-raising a store failure)."""
+        """Wait until every submitted result is persisted and announced (re-raising a store failure).
+
+        A cancelled waiter leaves the flusher running: a write that may have
+        committed is always announced, and a later drain waits for it.
+        """
         while self._flusher is not None:
             flusher = self._flusher
-            await flusher
+            await asyncio.shield(flusher)
             if self._flusher is flusher:
                 self._flusher = None
 
 
 async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.ToolCall], rnd: _Round) -> None:
+    """Run the calls on the ToolService, announcing each start and (once persisted) each end.
+
+    A parallel round's results are persisted in groups while later ones stream
+    in. A serial round persists and announces each result before the next
+    call's start is announced, so its clients see start, end, start, end.
+    """
+    serial = state.config.serial_tools
     stream = ctx.tools.execute(
         calls,
         state.config.tool_timeout_s,
         ctx.timeout(),
         scope=f"{state.run_id}/{state.current_step}",
-        serial=state.config.serial_tools,
+        serial=serial,
         injected=injected_context(state, calls, ctx),
     )
     async for event in stream:
@@ -180,6 +191,8 @@ async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.Tool
             ctx.sink.tool_start(started.name, started.arguments_json, started.tool_call_id)
         else:
             rnd.submit(event.finished)
+            if serial:
+                await rnd.drain()
     await rnd.drain()
 
 
