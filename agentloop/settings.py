@@ -82,6 +82,7 @@ class ReasonerSettings:
     model: str = "scripted"
     timeout_s: float = 120.0
     max_retries: int = 2
+    max_completion_bytes: int = 4 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ReasonerSettings:
@@ -94,6 +95,9 @@ class ReasonerSettings:
             model=_get(e, "AGENTLOOP_MODEL", cls.model),
             timeout_s=_float(e, "AGENTLOOP_MODEL_TIMEOUT_S", cls.timeout_s),
             max_retries=_int(e, "AGENTLOOP_MODEL_MAX_RETRIES", cls.max_retries),
+            max_completion_bytes=_int(
+                e, "AGENTLOOP_MAX_COMPLETION_BYTES", cls.max_completion_bytes, minimum=1024
+            ),
         )
 
 
@@ -108,6 +112,7 @@ class ToolSettings:
     modules: tuple[str, ...] = ()
     sql_database: str = ""
     sql_row_limit: int = 100
+    max_result_bytes: int = 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
@@ -121,6 +126,7 @@ class ToolSettings:
             modules=modules,
             sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
             sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
+            max_result_bytes=_int(e, "AGENTLOOP_MAX_RESULT_BYTES", cls.max_result_bytes, minimum=1024),
         )
 
 

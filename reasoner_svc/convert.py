@@ -145,6 +145,13 @@ def reasoning_of(message: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def completion_size(result: reasoner_pb2.StepResult) -> int:
+    """UTF-8 bytes of a result's text, reasoning and tool calls (what a completion limit counts)."""
+    message = result.message
+    size = len(message.content.encode()) + len(message.reasoning_content.encode())
+    return size + sum(len(c.name.encode()) + len(c.arguments_json.encode()) for c in message.tool_calls)
+
+
 def result_from_completion(completion: Any) -> reasoner_pb2.StepResult:
     """A non-streamed chat.completion (decoded JSON) as a StepResult."""
     completion = _dict(completion, "the completion")
@@ -204,6 +211,8 @@ class StreamAssembler:
     finish_reason: str = ""
     model: str = ""
     usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
+    size: int = 0
+    """UTF-8 bytes of text, reasoning and tool-call arguments received so far."""
 
     def add_chunk(self, chunk: Any) -> tuple[str, str]:
         """Fold one chat.completion.chunk (decoded JSON) in; returns its (reasoning, content) text."""
@@ -220,10 +229,12 @@ class StreamAssembler:
             if reasoning:
                 self.reasoning.append(reasoning)
                 reasoning_parts.append(reasoning)
+                self.size += len(reasoning.encode())
             content = delta.get("content")
             if content:
                 self.content.append(content)
                 content_parts.append(content)
+                self.size += len(str(content).encode())
             for tc in delta.get("tool_calls") or ():
                 fn = tc.get("function") or {}
                 self.add_tool_call_delta(
@@ -244,8 +255,10 @@ class StreamAssembler:
             call.id = call_id
         if name:
             call.name += name
+            self.size += len(name.encode())
         if arguments:
             call.arguments.append(arguments)
+            self.size += len(arguments.encode())
 
     def result(self) -> reasoner_pb2.StepResult:
         """The assembled StepResult; calls ordered by their stream index."""
