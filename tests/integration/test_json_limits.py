@@ -79,3 +79,32 @@ async def test_deep_edit_arguments_are_invalid_argument_and_the_run_stays_paused
     ends = [e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"]
     assert [r.content for r in ends] == ["42"]
     assert final_of(events).final_reply == "Done."
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="loop detection (gateway/loops.py canonical_args) re-parses arguments without the depth bound; "
+    "remove this marker once it parses through agentloop.jsonlimits.loads_bounded",
+)
+async def test_a_model_sending_deep_arguments_gets_an_error_result_and_the_run_completes() -> None:
+    script = Script(
+        scenarios=(
+            Scenario(
+                match="deep args",
+                turns=(
+                    Turn(tool_calls=(ScriptedToolCall("add", '{"a": ' + DEEP + ', "b": 1}'),)),
+                    Turn(content="Saw: {{last_tool}}"),
+                ),
+            ),
+        )
+    )
+    stack = await start_stack(script, make_registry()[0])
+    try:
+        events = await stack.run("deep args")
+        final = final_of(events)
+        (result,) = [e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"]
+        assert result.is_error
+        assert result.error_kind == common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS
+        assert "nests more than 64 levels deep" in final.final_reply
+    finally:
+        await stack.close()
