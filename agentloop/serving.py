@@ -52,7 +52,7 @@ class PortInUse(SettingError):
 
 
 def _check_port_free(host: str, port: int) -> None:
-    """Raise PortInUse when ``host:port`` cannot be bound because something listens there.
+    """Raise PortInUse when something listens on ``host:port``, SettingError when it cannot be bound.
 
     gRPC would report the same failure only as "Failed to bind", after logging
     its own multi-line error, so the port is tried first with a plain socket
@@ -72,6 +72,7 @@ def _check_port_free(host: str, port: int) -> None:
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE:
                     raise PortInUse(host, port) from None
+                raise SettingError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
@@ -193,7 +194,7 @@ async def build_server(
         bound = 0
     if bound == 0:
         _check_port_free(host, port)
-        raise OSError(f"could not bind {host}:{port}")
+        raise SettingError(f"cannot listen on {host}:{port}")
     await server.start()
     for name in ("", *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
