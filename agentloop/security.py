@@ -8,6 +8,12 @@ runs and memories the call may touch. Tokens come from a configured set
 the user id or None). With none configured the gateway trusts `user_id` in
 requests (for a private network or a mesh that authenticates for it).
 
+Service authentication: the Reasoner and the ToolService serve only the
+gateway. With AGENTLOOP_SERVICE_TOKEN set they refuse every call (but health
+and reflection) that does not carry `authorization: Bearer <that token>`, and
+the gateway sends it on every call to them. Mutual TLS (below) is the
+alternative, or an addition: a client certificate signed by the configured CA.
+
 TLS: every server can serve TLS (AGENTLOOP_TLS_CERT/KEY) and require client
 certificates (AGENTLOOP_TLS_CLIENT_CA: mutual TLS); every client (gateway →
 reasoner/tools, CLI → gateway) trusts AGENTLOOP_TLS_CA and presents
@@ -102,6 +108,61 @@ def open_channel(
     """
     credentials = tls.channel_credentials() if tls is not None else None
     return channels.open_channel(addr, credentials, options, interceptors)
+
+
+def service_token_from_env(env: Mapping[str, str] | None = None) -> str:
+    """AGENTLOOP_SERVICE_TOKEN: the shared secret between the gateway and its Reasoner and ToolService."""
+    return _env(env).get("AGENTLOOP_SERVICE_TOKEN", "").strip()
+
+
+SERVICE_CALLER = "agentloop-gateway"
+"""The identity a call authenticated by the service token acts as."""
+
+
+def service_authenticator(token: str) -> Authenticator | None:
+    """An authenticator that accepts exactly the service token, or None (open) when there is none."""
+    return Authenticator({token: SERVICE_CALLER}) if token else None
+
+
+class _BearerMetadata:
+    """Adds `authorization: Bearer <token>` to every call of a channel."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        outgoing = grpc.aio.Metadata(*(details.metadata or ()))
+        outgoing.add(*self._header)
+        return details._replace(metadata=outgoing)
+
+
+class _UnaryUnaryBearer(_BearerMetadata, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_unary(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(self._details(client_call_details), request)
+
+
+class _UnaryStreamBearer(_BearerMetadata, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_stream(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(self._details(client_call_details), request)
+
+
+def bearer_interceptors(token: str) -> list[Any]:
+    """Client interceptors that send ``token`` as a bearer token on every call (none without a token).
+
+    Unary-unary and unary-stream, the two kinds the services' RPCs use (a
+    channel files each interceptor under one kind only, hence two).
+    """
+    return [_UnaryUnaryBearer(token), _UnaryStreamBearer(token)] if token else []
 
 
 Verifier = Callable[[str], "str | Awaitable[str | None] | None"]

@@ -8,8 +8,10 @@ the Reasoner, the ToolService and the gateway.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +28,45 @@ from agentloop.errors import rpc_status as error_status
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 from agentloop.reflection import enable_reflection
 from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
+from agentloop.settings import SettingError, reuse_port
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
 log = logging.getLogger(__name__)
+
+
+class PortInUse(SettingError):
+    """Another process already listens on the port a server was told to use."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(
+            f"port {port} is already in use (on {host}); stop the other server or choose another port "
+            "(--port or the service's *_PORT variable)"
+        )
+        self.port = port
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Raise PortInUse when something listens on ``host:port``, SettingError when it cannot be bound.
+
+    gRPC would report the same failure only as "Failed to bind", after logging
+    its own multi-line error, so the port is tried first with a plain socket
+    (SO_REUSEADDR like gRPC's own, SO_REUSEPORT off) and closed at once.
+    """
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return  # an unresolvable host: let gRPC report it
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise PortInUse(host, port) from None
+                raise SettingError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
@@ -107,13 +145,18 @@ async def build_server(
     tls: TlsSettings | None = None,
     authenticator: Authenticator | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    share_port: bool | None = None,
 ) -> ServerHandle:
     """Create, register and start a server; port 0 picks a free port (what tests use).
 
     Every RPC (but health and reflection) gets a SERVER span that continues the
     caller's trace; the tracing interceptor is outermost so it sees the status
-    the error interceptor sets.
+    the error interceptor sets. The port is not shared (gRPC's SO_REUSEPORT is
+    turned off, so a second server on a taken port fails with PortInUse
+    instead of silently receiving part of the first one's connections) unless
+    ``share_port`` (default: AGENTLOOP_REUSE_PORT) asks for it.
     """
+    share = reuse_port() if share_port is None else share_port
     interceptors: list[grpc.aio.ServerInterceptor] = [
         ServerTracingInterceptor(telemetry or Telemetry.noop()),
         ErrorInterceptor(),
@@ -125,19 +168,26 @@ async def build_server(
         *SERVER_OPTIONS,
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 1 if share else 0),
     ]
+    if port and not share:
+        _check_port_free(host, port)
     server = grpc.aio.server(interceptors=interceptors, options=options)
     register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     enable_reflection(server, [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name])
     credentials = tls.server_credentials() if tls is not None else None
-    if credentials is None:
-        bound = server.add_insecure_port(f"{host}:{port}")
-    else:
-        bound = server.add_secure_port(f"{host}:{port}", credentials)
+    try:
+        if credentials is None:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        else:
+            bound = server.add_secure_port(f"{host}:{port}", credentials)
+    except RuntimeError:  # grpcio's "Failed to bind"; taken between the check and here, or unbindable
+        bound = 0
     if bound == 0:
-        raise OSError(f"could not bind {host}:{port}")
+        _check_port_free(host, port)
+        raise SettingError(f"cannot listen on {host}:{port}")
     await server.start()
     for name in ("", *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -170,6 +170,11 @@ def _ip_family(entry: str, name: str) -> str:
     return f"ipv{ip.version}"
 
 
+def reuse_port(env: Mapping[str, str] | None = None) -> bool:
+    """AGENTLOOP_REUSE_PORT: may servers share their port with others (SO_REUSEPORT)? Off by default."""
+    return _bool(os.environ if env is None else env, "AGENTLOOP_REUSE_PORT", False)
+
+
 @dataclass(frozen=True)
 class ReasonerSettings:
     """How the Reasoner reaches its OpenAI-compatible endpoint."""
@@ -181,6 +186,7 @@ class ReasonerSettings:
     model: str = "scripted"
     timeout_s: float = 120.0
     max_retries: int = 2
+    max_completion_bytes: int = 4 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ReasonerSettings:
@@ -193,6 +199,9 @@ class ReasonerSettings:
             model=_get(e, "AGENTLOOP_MODEL", cls.model),
             timeout_s=_float(e, "AGENTLOOP_MODEL_TIMEOUT_S", cls.timeout_s),
             max_retries=_int(e, "AGENTLOOP_MODEL_MAX_RETRIES", cls.max_retries),
+            max_completion_bytes=_int(
+                e, "AGENTLOOP_MAX_COMPLETION_BYTES", cls.max_completion_bytes, minimum=1024
+            ),
         )
 
 
@@ -207,6 +216,7 @@ class ToolSettings:
     modules: tuple[str, ...] = ()
     sql_database: str = ""
     sql_row_limit: int = 100
+    max_result_bytes: int = 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
@@ -220,6 +230,7 @@ class ToolSettings:
             modules=modules,
             sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
             sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
+            max_result_bytes=_int(e, "AGENTLOOP_MAX_RESULT_BYTES", cls.max_result_bytes, minimum=1024),
         )
 
 

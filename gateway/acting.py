@@ -14,6 +14,7 @@ import json
 
 import jsonschema
 
+from agentloop.jsonlimits import loads_bounded
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import call_hooks
 from gateway.loop_detection import describe, detect_loop, rounds_of
@@ -156,21 +157,32 @@ class _Round:
                 self._announce(result)
 
     async def drain(self) -> None:
-        """Wait until every submitted result is persisted and announced (re-raising a store failure)."""
+        """Wait until every submitted result is persisted and announced (re-raising a store failure).
+
+        A cancelled waiter leaves the flusher running: a write that may have
+        committed is always announced, and a later drain waits for it.
+        """
         while self._flusher is not None:
             flusher = self._flusher
-            await flusher
+            await asyncio.shield(flusher)
             if self._flusher is flusher:
                 self._flusher = None
 
 
 async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.ToolCall], rnd: _Round) -> None:
+    """Run the calls on the ToolService, announcing each start and (once persisted) each end.
+
+    A parallel round's results are persisted in groups while later ones stream
+    in. A serial round persists and announces each result before the next
+    call's start is announced, so its clients see start, end, start, end.
+    """
+    serial = state.config.serial_tools
     stream = ctx.tools.execute(
         calls,
         state.config.tool_timeout_s,
         ctx.timeout(),
-        scope=state.run_id,
-        serial=state.config.serial_tools,
+        scope=f"{state.run_id}/{state.current_step}",
+        serial=serial,
         injected=injected_context(state, calls, ctx),
     )
     async for event in stream:
@@ -179,6 +191,8 @@ async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.Tool
             ctx.sink.tool_start(started.name, started.arguments_json, started.tool_call_id)
         else:
             rnd.submit(event.finished)
+            if serial:
+                await rnd.drain()
     await rnd.drain()
 
 
@@ -188,7 +202,7 @@ def _check_final_answer(
     """Check a final_answer call against the run's schema: (result for the model, canonical JSON if valid)."""
     assert state.config.output_schema is not None
     try:
-        value = json.loads(call.arguments_json or "{}")
+        value = loads_bounded(call.arguments_json or "{}", what="final_answer arguments")
     except ValueError as exc:
         message = (
             f"final_answer arguments are not valid JSON: {exc}. Call final_answer again with a JSON object."

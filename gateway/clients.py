@@ -28,7 +28,7 @@ import grpc
 
 from agentloop.channels import RetryPolicy, service_config
 from agentloop.errors import Unavailable, from_rpc_error
-from agentloop.security import TlsSettings, open_channel
+from agentloop.security import TlsSettings, bearer_interceptors, open_channel
 from agentloop.telemetry import trace_context_interceptors
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
 
@@ -189,10 +189,16 @@ class Dependencies:
     """The gateway's channels and clients, opened once per process."""
 
     def __init__(
-        self, reasoner_addr: str, tools_addr: str, retry: Retry, tls: TlsSettings | None = None
+        self,
+        reasoner_addr: str,
+        tools_addr: str,
+        retry: Retry,
+        tls: TlsSettings | None = None,
+        service_token: str = "",
     ) -> None:
-        # Each call carries the caller's trace context: one run is one trace across the services.
-        tracing = trace_context_interceptors()
+        # Each call carries the caller's trace context: one run is one trace across the services;
+        # and the service token, when there is one, which the Reasoner and ToolService then require.
+        tracing = [*trace_context_interceptors(), *bearer_interceptors(service_token)]
         self.reasoner_dependency = _open("reasoner", reasoner_addr, REASONER_SERVICE, retry, tls, tracing)
         self.tools_dependency = _open("tools", tools_addr, TOOLS_SERVICE, retry, tls, tracing)
         self.reasoner = ReasonerClient(self.reasoner_dependency)

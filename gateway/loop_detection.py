@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentloop.jsonlimits import loads_bounded
 from agentloop.loop_policy import LoopPolicy, policy_of_spec
 from agentloop.v1 import agent_pb2, common_pb2
 
@@ -43,9 +43,6 @@ MAX_PERIOD_LIMIT = 5
 _MAX_DEPTH = 64
 _MAX_PARSE_CHARS = 256 * 1024
 _ERROR_PREFIX = "ERROR ("
-# A JSON string (an unterminated one runs to the end, so every quote starts a match and the
-# scan stays linear) or a bracket.
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -241,24 +238,11 @@ def canonical(text: str, drop: Sequence[str] = ()) -> str:
 
 
 def _loads_bounded(text: str) -> tuple[bool, Any]:
-    """Parse JSON only when it is at most _MAX_PARSE_CHARS long and _MAX_DEPTH deep; (False, None) otherwise.
-
-    The depth is measured on the text (brackets outside strings) before
-    json.loads runs, so deep nesting never reaches the recursive parser.
-    """
-    if len(text) > _MAX_PARSE_CHARS or not text.strip():
+    """(True, value) for JSON within the shared size and depth bounds; (False, None) for anything else."""
+    if not text.strip():
         return False, None
-    depth = 0
-    for token in _TOKEN.finditer(text):
-        mark = token.group()[0]
-        if mark in "[{":
-            depth += 1
-            if depth > _MAX_DEPTH:
-                return False, None
-        elif mark in "]}":
-            depth -= 1
     try:
-        return True, json.loads(text)
+        return True, loads_bounded(text, max_bytes=_MAX_PARSE_CHARS, max_depth=_MAX_DEPTH, what="tool JSON")
     except (ValueError, RecursionError):
         return False, None
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
 from gateway.acting import cancelled_result, tool_message, tools
+from gateway.call_ids import make_call_ids_unique
 from gateway.compression import session_summary, summarize
 from gateway.context import HEADROOM, Calibration, estimate_prompt, estimate_tool, summary_range, trim, view
 from gateway.hooks import call_hooks
@@ -174,6 +175,7 @@ async def _stream(
 async def _call(
     state: RunState, ctx: RunContext, params: reasoner_pb2.CompletionParams, stream: bool
 ) -> reasoner_pb2.StepResult:
+    """One model call, post-reasoning hooks applied, every tool call with a usable, unique id."""
     work = _stream(state, ctx, params) if stream else ctx.reasoner.step(params, ctx.timeout())
     result = await ctx.unless_cancelled(work)
     if state.config.hooks:
@@ -183,6 +185,7 @@ async def _call(
         for name in changed:
             ctx.sink.decision("hook", f"{name} changed the model's message")
         result.message.CopyFrom(message)
+    make_call_ids_unique(result.message, state.messages)
     return result
 
 

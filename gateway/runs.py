@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from agentloop.jsonlimits import JsonLimitError, check_bounds
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
@@ -354,7 +355,9 @@ class RunManager:
                 raise InvalidArgument(f"{field}.verdict", f"unknown value {decision.verdict}")
             if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
                 try:
-                    edited = json.loads(decision.arguments_json)
+                    edited = json.loads(check_bounds(decision.arguments_json, what=f"{field}.arguments_json"))
+                except JsonLimitError as exc:
+                    raise InvalidArgument(exc.what, exc.problem) from None
                 except ValueError as exc:
                     raise InvalidArgument(f"{field}.arguments_json", f"is not valid JSON: {exc}") from None
                 if not isinstance(edited, dict):

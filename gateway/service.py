@@ -17,7 +17,7 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
-from agentloop.security import Authenticator, TlsSettings, effective_user
+from agentloop.security import Authenticator, TlsSettings, effective_user, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
@@ -327,11 +327,13 @@ async def create_server(
     telemetry: Telemetry | None = None,
     tls: TlsSettings | None = None,
     authenticator: Authenticator | None = None,
+    service_token: str = "",
 ) -> Gateway:
     """Start a gateway on settings.host:settings.port (0 = any free port).
 
     `tls` secures both the gateway's own port and its calls to the Reasoner
-    and ToolService; `authenticator` turns on bearer-token authentication.
+    and ToolService; `authenticator` turns on bearer-token authentication;
+    `service_token` is sent on every call to the Reasoner and ToolService.
     """
     if store is None:
         store = await open_store(
@@ -346,6 +348,7 @@ async def create_server(
         settings.tools_addr,
         Retry(settings.rpc_attempts, settings.rpc_backoff_s, wait_s=settings.rpc_wait_s),
         tls=tls,
+        service_token=service_token,
     )
     manager = RunManager(settings, deps, store, telemetry)
     service = AgentService(manager)
@@ -374,7 +377,11 @@ async def serve(settings: GatewaySettings) -> None:
     """Run a gateway until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
     telemetry = Telemetry.from_env("agentloop-gateway")
     gateway = await create_server(
-        settings, telemetry=telemetry, tls=TlsSettings.from_env(), authenticator=Authenticator.from_env()
+        settings,
+        telemetry=telemetry,
+        tls=TlsSettings.from_env(),
+        authenticator=Authenticator.from_env(),
+        service_token=service_token_from_env(),
     )
     log.info(
         "gateway %s uses reasoner at %s and tools at %s",

@@ -6,12 +6,12 @@ must be ..."), so a client in any language can tell what to fix.
 
 from __future__ import annotations
 
-import json
 import math
 
 import jsonschema
 
 from agentloop.errors import InvalidArgument
+from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import HookRegistry
@@ -27,6 +27,7 @@ _HISTORY_ROLES = (common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.RO
 
 RunLikeRequest = agent_pb2.RunRequest | agent_pb2.InvokeRequest
 MAX_ID_CHARS = 256
+MAX_SCHEMA_BYTES = 256 * 1024
 _ID_FIELDS = ("thread_id", "user_id", "run_id", "memory_id", "checkpoint_id")
 
 
@@ -50,7 +51,9 @@ def _output_schema(text: str) -> dict[str, object] | None:
     if not text:
         return None
     try:
-        schema = json.loads(text)
+        schema = loads_bounded(text, max_bytes=MAX_SCHEMA_BYTES, what="options.output_schema_json")
+    except JsonLimitError as exc:
+        raise InvalidArgument("options.output_schema_json", exc.problem) from None
     except ValueError as exc:
         raise InvalidArgument("options.output_schema_json", f"is not valid JSON: {exc}") from None
     if not isinstance(schema, dict):

@@ -7,12 +7,12 @@ lives in one place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from agentloop.errors import InvalidArgument
+from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.v1 import common_pb2, reasoner_pb2
 
 _ROLE_NAMES = {
@@ -32,7 +32,7 @@ _TOOL_CHOICE_MODES = {
 @lru_cache(maxsize=1024)
 def _parse_schema(text: str) -> dict[str, Any]:
     """Parse a tool's JSON schema once: the gateway sends the same specs every step."""
-    value = json.loads(text) if text else {"type": "object", "properties": {}}
+    value = loads_bounded(text, what="schema") if text else {"type": "object", "properties": {}}
     if not isinstance(value, dict):
         raise ValueError("must be a JSON object")
     return value
@@ -103,7 +103,9 @@ def request_kwargs(params: reasoner_pb2.CompletionParams, default_model: str) ->
         raise InvalidArgument("params.tool_choice", "names a tool but params.tools is empty")
     if params.response_format_json:
         try:
-            kwargs["response_format"] = json.loads(params.response_format_json)
+            kwargs["response_format"] = loads_bounded(params.response_format_json, what="response_format")
+        except JsonLimitError as exc:
+            raise InvalidArgument("params.response_format_json", exc.problem) from None
         except ValueError as exc:
             raise InvalidArgument("params.response_format_json", f"is not valid JSON: {exc}") from None
     if params.HasField("temperature"):
@@ -141,6 +143,13 @@ def reasoning_of(message: dict[str, Any]) -> str:
     """Reasoning text of a message or delta: `reasoning_content` (vLLM, DeepSeek) or `reasoning`."""
     value = message.get("reasoning_content") or message.get("reasoning")
     return value if isinstance(value, str) else ""
+
+
+def completion_size(result: reasoner_pb2.StepResult) -> int:
+    """UTF-8 bytes of a result's text, reasoning and tool calls (what a completion limit counts)."""
+    message = result.message
+    size = len(message.content.encode()) + len(message.reasoning_content.encode())
+    return size + sum(len(c.name.encode()) + len(c.arguments_json.encode()) for c in message.tool_calls)
 
 
 def result_from_completion(completion: Any) -> reasoner_pb2.StepResult:
@@ -202,6 +211,8 @@ class StreamAssembler:
     finish_reason: str = ""
     model: str = ""
     usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
+    size: int = 0
+    """UTF-8 bytes of text, reasoning and tool-call arguments received so far."""
 
     def add_chunk(self, chunk: Any) -> tuple[str, str]:
         """Fold one chat.completion.chunk (decoded JSON) in; returns its (reasoning, content) text."""
@@ -218,10 +229,12 @@ class StreamAssembler:
             if reasoning:
                 self.reasoning.append(reasoning)
                 reasoning_parts.append(reasoning)
+                self.size += len(reasoning.encode())
             content = delta.get("content")
             if content:
                 self.content.append(content)
                 content_parts.append(content)
+                self.size += len(str(content).encode())
             for tc in delta.get("tool_calls") or ():
                 fn = tc.get("function") or {}
                 self.add_tool_call_delta(
@@ -242,8 +255,10 @@ class StreamAssembler:
             call.id = call_id
         if name:
             call.name += name
+            self.size += len(name.encode())
         if arguments:
             call.arguments.append(arguments)
+            self.size += len(arguments.encode())
 
     def result(self) -> reasoner_pb2.StepResult:
         """The assembled StepResult; calls ordered by their stream index."""

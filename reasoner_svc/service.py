@@ -36,13 +36,14 @@ from agentloop.errors import (
     ResourceExhausted,
     Unavailable,
 )
-from agentloop.security import TlsSettings
+from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import ReasonerSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.convert import (
     StreamAssembler,
+    completion_size,
     request_kwargs,
     result_from_completion,
 )
@@ -137,6 +138,21 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
         self._telemetry.tokens.add(usage.prompt_tokens, {"kind": "input", "model": model})
         self._telemetry.tokens.add(usage.completion_tokens, {"kind": "output", "model": model})
 
+    def _too_slow(self, timeout: float) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"model endpoint {self._settings.base_url} did not finish its answer within {timeout:g} s "
+            "(AGENTLOOP_MODEL_TIMEOUT_S, or the caller's shorter deadline)"
+        )
+
+    def _check_size(self, size: int) -> None:
+        """Refuse a completion over AGENTLOOP_MAX_COMPLETION_BYTES before holding any more of it."""
+        limit = self._settings.max_completion_bytes
+        if size > limit:
+            raise ResourceExhausted(
+                f"the model's answer passed {limit} bytes (AGENTLOOP_MAX_COMPLETION_BYTES) and was stopped; "
+                "ask for a shorter answer or set max_tokens"
+            )
+
     def _timeout(self, context: grpc.aio.ServicerContext) -> float:
         """The call's timeout: the configured one, shortened to the caller's deadline."""
         timeout = self._settings.timeout_s
@@ -151,15 +167,21 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
         self, request: reasoner_pb2.StepRequest, context: grpc.aio.ServicerContext
     ) -> reasoner_pb2.StepResponse:
         body = request_kwargs(request.params, self._settings.model)
-        options: Any = {"timeout": self._timeout(context)}
+        timeout = self._timeout(context)
+        options: Any = {"timeout": timeout}
         with self._chat_span(body, streamed=False) as span:
             try:
-                completion = await self._client.post(
-                    "/chat/completions", body=body, cast_to=dict, options=options
-                )
+                # The client's timeout bounds each read; this bounds the whole call.
+                async with asyncio.timeout(timeout):
+                    completion = await self._client.post(
+                        "/chat/completions", body=body, cast_to=dict, options=options
+                    )
+            except TimeoutError:
+                raise self._too_slow(timeout) from None
             except (openai.OpenAIError, ValueError) as exc:
                 raise map_openai_error(exc, self._settings.base_url) from exc
             result = result_from_completion(completion)
+            self._check_size(completion_size(result))
             self._record(span, result, body["model"])
         return reasoner_pb2.StepResponse(result=result)
 
@@ -169,27 +191,40 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
         body = request_kwargs(request.params, self._settings.model)
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-        options: Any = {"timeout": self._timeout(context)}
+        timeout = self._timeout(context)
+        options: Any = {"timeout": timeout}
+        # The client's timeout bounds each read, so a trickling stream would never hit it: every
+        # wait for the endpoint is also bounded by one deadline for the whole call.
+        deadline = asyncio.get_running_loop().time() + timeout
         acc = StreamAssembler()
         with self._chat_span(body, streamed=True) as span:
             try:
-                stream = await self._client.post(
-                    "/chat/completions",
-                    body=body,
-                    cast_to=dict,
-                    options=options,
-                    stream=True,
-                    stream_cls=openai.AsyncStream[dict[str, Any]],
-                )
+                async with asyncio.timeout_at(deadline):
+                    stream = await self._client.post(
+                        "/chat/completions",
+                        body=body,
+                        cast_to=dict,
+                        options=options,
+                        stream=True,
+                        stream_cls=openai.AsyncStream[dict[str, Any]],
+                    )
                 try:
-                    async for chunk in stream:
+                    chunks = aiter(stream)
+                    while True:
+                        async with asyncio.timeout_at(deadline):
+                            chunk = await anext(chunks, None)
+                        if chunk is None:
+                            break
                         reasoning, content = acc.add_chunk(chunk)
+                        self._check_size(acc.size)
                         if reasoning:
                             yield reasoner_pb2.StreamStepResponse(reasoning_token=reasoning)
                         if content:
                             yield reasoner_pb2.StreamStepResponse(token=content)
                 finally:
                     await stream.close()
+            except TimeoutError:
+                raise self._too_slow(timeout) from None
             except (openai.OpenAIError, ValueError) as exc:
                 raise map_openai_error(exc, self._settings.base_url) from exc
             result = acc.result()
@@ -212,8 +247,14 @@ async def create_server(
     client: openai.AsyncOpenAI | None = None,
     telemetry: Telemetry | None = None,
     tls: TlsSettings | None = None,
+    authenticator: Authenticator | None = None,
 ) -> tuple[ServerHandle, openai.AsyncOpenAI]:
-    """Start a Reasoner on settings.host:settings.port (0 = any free port)."""
+    """Start a Reasoner on settings.host:settings.port (0 = any free port).
+
+    With an ``authenticator`` (see security.service_authenticator) every call
+    but health and reflection must bear the service token: the Reasoner spends
+    the configured API key, so only the gateway may call it.
+    """
     client = client or make_client(settings)
     service = ReasonerService(settings, client, telemetry)
     handle = await build_server(
@@ -223,6 +264,7 @@ async def create_server(
         settings.port,
         telemetry,
         tls=tls,
+        authenticator=authenticator,
     )
     return handle, client
 
@@ -231,7 +273,12 @@ async def serve(settings: ReasonerSettings) -> None:
     """Run a Reasoner until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
     telemetry = Telemetry.from_env("agentloop-reasoner")
     try:
-        handle, client = await create_server(settings, telemetry=telemetry, tls=TlsSettings.from_env())
+        handle, client = await create_server(
+            settings,
+            telemetry=telemetry,
+            tls=TlsSettings.from_env(),
+            authenticator=service_authenticator(service_token_from_env()),
+        )
         log.info("reasoner uses model %s at %s", settings.model, settings.base_url)
         await run_until_signal(handle, "reasoner", on_stop=client.close)
     finally:

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias
 
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from agentloop.channels import MAX_MESSAGE_BYTES
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2
 from tool_svc.injected import InjectedValues
@@ -32,14 +35,31 @@ Event: TypeAlias = tools_pb2.ToolStarted | common_pb2.ToolResult
 
 _MAX_ERROR_CHARS = 2000
 _NO_INJECTED = InjectedValues()
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""Largest result content one call may return (AGENTLOOP_MAX_RESULT_BYTES)."""
+MAX_BATCH_RESULT_BYTES = MAX_MESSAGE_BYTES // 2
+"""All results of one batch together: half the gRPC message limit, so the conversation that
+carries them to the model next step still fits in one message."""
+
+
+def memo_key(scope: str, call: common_pb2.ToolCall) -> str:
+    """The memo's key of a call: its scope, its id and a digest of what it asks for.
+
+    The gateway scopes calls by run and step, so only a re-issue of the same
+    call of the same step matches: a model that reuses an id in a later step
+    (or an endpoint that numbers ids from call_0 at every step) gets its new
+    call run, never an older call's result.
+    """
+    digest = hashlib.sha256(f"{call.name}\0{call.arguments_json}".encode()).hexdigest()[:32]
+    return f"{scope}:{call.id}:{digest}"
 
 
 class ResultMemo:
-    """Recent outcomes by idempotency key ("<scope>:<call id>"), so a re-issued call never runs twice.
+    """Recent outcomes by memo key (see `memo_key`), so a re-issued call never runs twice.
 
     A gateway that crashed after a call finished but before it saved the
-    result re-sends the call with the same key: it gets the stored result (or
-    joins the run still in progress). Re-issues come within a lease period or
+    result re-sends the call with the same scope, id, name and arguments: it
+    gets the stored result (or joins the run still in progress). Re-issues come within a lease period or
     two, so entries live two minutes, and the memo is bounded in entries and
     bytes as well (memory stays flat under load). A call that was cancelled
     is forgotten, so it runs again when re-issued.
@@ -110,6 +130,7 @@ async def execute(
     *,
     injected: common_pb2.InjectedContext | InjectedValues | None = None,
     telemetry: Telemetry | None = None,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> AsyncGenerator[Event, None]:
     """Run ``calls`` and yield a ToolStarted then a ToolResult per call, in the order they happen.
 
@@ -120,30 +141,47 @@ async def execute(
     discarded. Closing the iterator early (or cancelling its consumer) cancels
     and awaits every call still running; use ``contextlib.aclosing`` when you
     may stop before the end. With a ``scope`` and a ``memo``, calls are
-    idempotent per (scope, id): see ResultMemo. ``injected`` supplies the
+    idempotent per (scope, id, name, arguments): see ResultMemo. ``injected`` supplies the
     values of the tools' injected parameters; its JSON fields are parsed once
     for the whole batch (pass InjectedValues when already parsed), and a
     malformed one raises ValueError before any call starts. Each call that runs
     gets an "execute_tool <name>" span under the span current here, and its
-    error results count into agentloop.tool.errors of ``telemetry``.
+    error results count into agentloop.tool.errors of ``telemetry``. A result
+    whose content is over ``max_result_bytes``, or would take the batch's
+    results over MAX_BATCH_RESULT_BYTES, becomes a TOO_LARGE error result.
     """
     if timeout_s <= 0 or max_concurrency < 1:
         raise ValueError(f"need timeout_s > 0 and max_concurrency >= 1, got {timeout_s}, {max_concurrency}")
+    if not 0 < max_result_bytes <= MAX_BATCH_RESULT_BYTES:
+        raise ValueError(f"need 0 < max_result_bytes <= {MAX_BATCH_RESULT_BYTES}, got {max_result_bytes}")
     values = injected if isinstance(injected, InjectedValues) else InjectedValues.from_context(injected)
     queue: asyncio.Queue[Event] = asyncio.Queue()
     semaphore = asyncio.Semaphore(max_concurrency)
     tasks = [
         asyncio.create_task(
-            _run(registry, call, timeout_s, semaphore, queue.put_nowait, scope, memo, values, telemetry)
+            _run(
+                registry,
+                call,
+                _Limits(timeout_s, max_result_bytes),
+                semaphore,
+                queue.put_nowait,
+                scope,
+                memo,
+                values,
+                telemetry,
+            )
         )
         for call in calls
     ]
     try:
         pending = len(tasks)
+        batch_bytes = 0
         while pending:
             event = await queue.get()
             if isinstance(event, common_pb2.ToolResult):
                 pending -= 1
+                event = _within_batch(event, batch_bytes)
+                batch_bytes += _utf8_size(event.content)
             yield event
     finally:
         for task in tasks:
@@ -151,10 +189,41 @@ async def execute(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    timeout_s: float
+    max_result_bytes: int
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _too_large(
+    call: common_pb2.ToolCall, size: int, limit: int, what: str, start: float
+) -> common_pb2.ToolResult:
+    message = (
+        f"the result of {call.name} is {size} bytes or more; {what} at most {limit} bytes. "
+        "Call it again asking for less data (fewer rows, columns or items, or a narrower query)"
+    )
+    return _failure(call, common_pb2.TOOL_ERROR_KIND_TOO_LARGE, message, start)
+
+
+def _within_batch(result: common_pb2.ToolResult, batch_bytes: int) -> common_pb2.ToolResult:
+    """The result, or a TOO_LARGE error when it would take the batch over MAX_BATCH_RESULT_BYTES."""
+    size = _utf8_size(result.content)
+    if batch_bytes + size <= MAX_BATCH_RESULT_BYTES:
+        return result
+    call = common_pb2.ToolCall(id=result.tool_call_id, name=result.name)
+    error = _too_large(call, size, MAX_BATCH_RESULT_BYTES, "the results of one step may hold together", 0.0)
+    error.duration_ms = result.duration_ms
+    return error
+
+
 async def _run(
     registry: ToolRegistry,
     call: common_pb2.ToolCall,
-    timeout_s: float,
+    limits: _Limits,
     semaphore: asyncio.Semaphore,
     emit: Callable[[Event], None],
     scope: str = "",
@@ -164,7 +233,8 @@ async def _run(
 ) -> None:
     key = f"{scope}:{call.id}" if scope else call.id
     if memo is not None and scope:
-        earlier = memo.get(key)
+        entry = memo_key(scope, call)
+        earlier = memo.get(entry)
         if earlier is not None:
             emit(
                 tools_pb2.ToolStarted(
@@ -173,24 +243,24 @@ async def _run(
             )
             emit(await asyncio.shield(earlier))
             return
-        future = memo.begin(key)
+        future = memo.begin(entry)
         try:
-            result = await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry)
+            result = await _guarded(registry, call, limits, semaphore, emit, key, injected, telemetry)
         except BaseException:
-            memo.forget(key)
+            memo.forget(entry)
             if not future.done():
                 future.cancel()
             raise
-        memo.finish(key, future, result)
+        memo.finish(entry, future, result)
         emit(result)
         return
-    emit(await _guarded(registry, call, timeout_s, semaphore, emit, key, injected, telemetry))
+    emit(await _guarded(registry, call, limits, semaphore, emit, key, injected, telemetry))
 
 
 async def _guarded(
     registry: ToolRegistry,
     call: common_pb2.ToolCall,
-    timeout_s: float,
+    limits: _Limits,
     semaphore: asyncio.Semaphore,
     emit: Callable[[Event], None],
     key: str,
@@ -206,7 +276,7 @@ async def _guarded(
                 available = ", ".join(registry.names()) or "(none)"
                 message = f"unknown tool {call.name!r}; available tools: {available}"
                 return record(_failure(call, common_pb2.TOOL_ERROR_KIND_UNKNOWN_TOOL, message, start), False)
-            return record(await _call(tool, call, timeout_s, start, key, injected), True)
+            return record(await _call(tool, call, limits, start, key, injected), True)
 
 
 @contextlib.contextmanager
@@ -244,12 +314,13 @@ def error_kind_name(kind: ErrorKind) -> str:
 async def _call(
     tool: Tool,
     call: common_pb2.ToolCall,
-    timeout_s: float,
+    limits: _Limits,
     start: float,
     key: str = "",
     injected: InjectedValues | None = None,
 ) -> common_pb2.ToolResult:
     """One call's outcome; only the consumer's cancellation escapes as an exception."""
+    timeout_s = limits.timeout_s
     limit = timeout_s if tool.timeout_s is None else min(tool.timeout_s, timeout_s)
     deadline = asyncio.timeout(limit)
     try:
@@ -261,6 +332,10 @@ async def _call(
         async with deadline:
             value = await tool.invoke(kwargs)
         content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        # More characters than bytes allowed is too large whatever the encoding; else count the bytes.
+        size = len(content) if len(content) > limits.max_result_bytes else _utf8_size(content)
+        if size > limits.max_result_bytes:
+            return _too_large(call, size, limits.max_result_bytes, "a tool result may hold", start)
     except ArgumentError as exc:
         return _failure(call, exc.kind, exc.message, start)
     except asyncio.CancelledError:

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeAlias
 
+from agentloop.channels import MAX_MESSAGE_BYTES
+from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.v1 import common_pb2
 
 InjectedKind: TypeAlias = Literal["conversation", "user_id", "thread_id", "run_id", "run_metadata"]
@@ -130,7 +132,9 @@ def _parse(text: str, field: str, expected: type) -> Any:
     if not text:
         return None
     try:
-        value = json.loads(text)
+        value = loads_bounded(text, max_bytes=MAX_MESSAGE_BYTES, what=field)
+    except JsonLimitError as exc:
+        raise ValueError(f"{field}: {exc.problem}") from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise ValueError(f"{field}: is not valid JSON ({exc.msg} at {where})") from None

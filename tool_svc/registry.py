@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 from jsonschema import Draft202012Validator, ValidationError
 
+from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.loop_policy import LoopPolicy
 from agentloop.v1 import common_pb2
 from tool_svc.schema import function_schema
@@ -62,7 +63,7 @@ class ToolContext:
     """What the executor tells a tool about the call it is serving.
 
     Declare a parameter of this type to receive it; it never appears in the
-    schema and the model cannot set it. ``idempotency_key`` ("<run>:<call id>"
+    schema and the model cannot set it. ``idempotency_key`` ("<run>/<step>:<call id>"
     when the gateway sends a scope, else the call id) is stable across retries
     and crash recovery of the same model turn, so tools with side effects can
     use it to do their work once.
@@ -299,7 +300,12 @@ class Tool:
         if not arguments_json:
             return {}
         try:
-            arguments = json.loads(arguments_json)
+            arguments = loads_bounded(arguments_json, what="arguments")
+        except JsonLimitError as exc:
+            raise ArgumentError(
+                common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
+                f"{exc}; send one flat JSON object with the properties: {self._property_names}",
+            ) from None
         except json.JSONDecodeError as exc:
             raise ArgumentError(
                 common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,

@@ -16,13 +16,13 @@ from contextlib import aclosing
 import grpc
 
 from agentloop.errors import InvalidArgument
-from agentloop.security import TlsSettings
+from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
-from agentloop.settings import ToolSettings
+from agentloop.settings import SettingError, ToolSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from tool_svc.builtins import default_registry
-from tool_svc.executor import ResultMemo, execute
+from tool_svc.executor import MAX_BATCH_RESULT_BYTES, ResultMemo, execute
 from tool_svc.injected import InjectedValues
 from tool_svc.loader import load_modules
 from tool_svc.registry import ToolRegistry
@@ -43,6 +43,11 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
             raise ValueError(
                 f"the ToolService needs timeout_s > 0 and max_concurrency >= 1, "
                 f"got {settings.timeout_s} and {settings.max_concurrency}"
+            )
+        if not 0 < settings.max_result_bytes <= MAX_BATCH_RESULT_BYTES:
+            raise SettingError(
+                f"AGENTLOOP_MAX_RESULT_BYTES={settings.max_result_bytes} must be <= {MAX_BATCH_RESULT_BYTES} "
+                "(half the gRPC message limit)"
             )
         self._registry = registry
         self._settings = settings
@@ -68,6 +73,7 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
             self._memo,
             injected=injected,
             telemetry=self._telemetry,
+            max_result_bytes=self._settings.max_result_bytes,
         )
         async with aclosing(batch) as events:
             async for event in events:
@@ -124,11 +130,14 @@ async def create_server(
     registry: ToolRegistry | None = None,
     telemetry: Telemetry | None = None,
     tls: TlsSettings | None = None,
+    authenticator: Authenticator | None = None,
 ) -> ServerHandle:
     """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
 
     Without ``registry`` it serves the built-in tools; the modules named in
-    ``settings.modules`` are loaded on top either way.
+    ``settings.modules`` are loaded on top either way. With an
+    ``authenticator`` (see security.service_authenticator) every call but
+    health and reflection must bear the service token.
     """
     tools = default_registry(settings) if registry is None else registry
     load_modules(tools, settings.modules)
@@ -140,6 +149,7 @@ async def create_server(
         settings.port,
         telemetry,
         tls=tls,
+        authenticator=authenticator,
     )
     log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
     return handle
@@ -149,7 +159,12 @@ async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
     telemetry = Telemetry.from_env("agentloop-tools")
     try:
-        handle = await create_server(settings, telemetry=telemetry, tls=TlsSettings.from_env())
+        handle = await create_server(
+            settings,
+            telemetry=telemetry,
+            tls=TlsSettings.from_env(),
+            authenticator=service_authenticator(service_token_from_env()),
+        )
         await run_until_signal(handle, "ToolService")
     finally:
         await telemetry.aclose()

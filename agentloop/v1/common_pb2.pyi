@@ -107,6 +107,10 @@ class _ToolErrorKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ToolErr
     """The ToolService could not be reached, so the call never ran."""
     TOOL_ERROR_KIND_REJECTED: _ToolErrorKind.ValueType  # 8
     """A human rejected the call (see Agent.Resume); the content says why."""
+    TOOL_ERROR_KIND_TOO_LARGE: _ToolErrorKind.ValueType  # 9
+    """The result was larger than the ToolService sends (AGENTLOOP_MAX_RESULT_BYTES,
+    or the batch's share of the message limit); the content says how to ask for less.
+    """
 
 class ToolErrorKind(_ToolErrorKind, metaclass=_ToolErrorKindEnumTypeWrapper):
     """Why a tool call produced an error result instead of a value."""
@@ -129,6 +133,10 @@ TOOL_ERROR_KIND_UNAVAILABLE: ToolErrorKind.ValueType  # 7
 """The ToolService could not be reached, so the call never ran."""
 TOOL_ERROR_KIND_REJECTED: ToolErrorKind.ValueType  # 8
 """A human rejected the call (see Agent.Resume); the content says why."""
+TOOL_ERROR_KIND_TOO_LARGE: ToolErrorKind.ValueType  # 9
+"""The result was larger than the ToolService sends (AGENTLOOP_MAX_RESULT_BYTES,
+or the batch's share of the message limit); the content says how to ask for less.
+"""
 Global___ToolErrorKind: _TypeAlias = ToolErrorKind  # noqa: Y015
 
 @_typing.final

@@ -86,10 +86,11 @@ class ExecuteRequest(_message.Message):
     max_concurrency: _builtins.int
     """How many calls may run at once; 0 uses the service default. Must be >= 0."""
     idempotency_scope: _builtins.str
-    """Scope of the calls' ids, typically the run id. When set, a call whose
-    (scope, id) already finished recently returns that result instead of
-    running again, and one still running is joined rather than started twice:
-    a gateway that re-issues a batch after a crash never repeats finished work.
+    """Scope of the calls' ids; the gateway sends "<run id>/<step>". When set, a
+    call whose (scope, id, name, arguments) already finished recently returns
+    that result instead of running again, and one still running is joined
+    rather than started twice: a gateway that re-issues a batch after a crash
+    never repeats finished work, while a new call that reuses an old id runs.
     Tools see "<scope>:<id>" as their idempotency key.
     """
     @_builtins.property

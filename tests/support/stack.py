@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from agentloop.scripted_model import Script, ScriptedModelServer
-from agentloop.security import Authenticator
+from agentloop.security import Authenticator, service_authenticator
 from agentloop.serving import ServerHandle
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
@@ -88,11 +88,15 @@ async def start_stack(
     reasoner_overrides: dict[str, Any] | None = None,
     database_url: str | None = None,
     authenticator: Authenticator | None = None,
+    service_token: str = "",
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports (addresses can be overridden to break hops)."""
     model = ScriptedModelServer(script)
     await model.start()
-    tools = await create_tools(dataclasses.replace(ToolSettings(), port=0), registry)
+    service_auth = service_authenticator(service_token)
+    tools = await create_tools(
+        dataclasses.replace(ToolSettings(), port=0), registry, authenticator=service_auth
+    )
     reasoner_fields: dict[str, Any] = {
         "port": 0,
         "base_url": reasoner_base_url or model.base_url,
@@ -100,7 +104,7 @@ async def start_stack(
         **(reasoner_overrides or {}),
     }
     reasoner_settings = dataclasses.replace(ReasonerSettings(), **reasoner_fields)
-    reasoner, client = await create_reasoner(reasoner_settings)
+    reasoner, client = await create_reasoner(reasoner_settings, authenticator=service_auth)
     gateway_fields: dict[str, Any] = {
         "port": 0,
         "reasoner_addr": reasoner_addr or f"127.0.0.1:{reasoner.port}",
@@ -111,7 +115,7 @@ async def start_stack(
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(gateway_settings, authenticator=authenticator)
+    gateway = await create_gateway(gateway_settings, authenticator=authenticator, service_token=service_token)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
     return Stack(model, tools, reasoner, gateway, channel, [client.close])
 

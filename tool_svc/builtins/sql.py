@@ -7,6 +7,9 @@ authorizer refuses every action except reading (no INSERT/UPDATE/DELETE, DDL,
 ATTACH, transactions or PRAGMA writes, however the statement is dressed up).
 A progress handler stops queries that run too long, and a length limit caps
 any single value, so a query cannot pin a CPU or build a huge string either.
+Results are bounded in bytes while they are fetched: long cells are cut and
+fetching stops once the rows pass a byte budget, so a few wide rows of
+megabyte strings cannot fill the ToolService's memory.
 
 The tools carry flow-guidance rules (next steps) for the text-to-SQL loop:
 describe a table, write a SELECT, check it with sql_validate (which compiles
@@ -15,6 +18,7 @@ it without running it), run it with sql_query, then answer from the rows.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -36,6 +40,12 @@ SAMPLE_APPLICATION_ID = 0x41474C50
 QUERY_TIME_LIMIT_S = 2.0
 MAX_VALUE_BYTES = 1_000_000
 MAX_SQL_CHARS = 20_000
+MAX_COLUMNS = 100
+"""Most columns in a result (or table), so one row holds at most MAX_COLUMNS values of MAX_VALUE_BYTES."""
+MAX_CELL_CHARS = 4_000
+"""Longer text (or hex of a blob) in one cell is cut to this many characters, marked as cut."""
+MAX_ROWS_BYTES = 256 * 1024
+"""Fetching stops once the returned rows hold about this many bytes."""
 
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33})
 """Reading only; 33 is SQLITE_RECURSIVE (WITH RECURSIVE), which the sqlite3 module does not name."""
@@ -108,8 +118,13 @@ def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _cell(value: Any) -> Any:
-    return value.hex() if isinstance(value, bytes) else value
+def _cell(value: Any) -> tuple[Any, int]:
+    """A cell as it is returned (blobs as hex, long text cut) and its size in the JSON result."""
+    if isinstance(value, bytes):
+        value = value[: MAX_CELL_CHARS // 2 + 1].hex()
+    if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+        value = f"{value[:MAX_CELL_CHARS]}... [cut at {MAX_CELL_CHARS} characters]"
+    return value, len(json.dumps(value, ensure_ascii=False).encode())
 
 
 class ReadOnlyDatabase:
@@ -129,6 +144,7 @@ class ReadOnlyDatabase:
         *,
         source: Path | None = SAMPLE_SQL,
         time_limit_s: float = QUERY_TIME_LIMIT_S,
+        max_rows_bytes: int = MAX_ROWS_BYTES,
     ) -> None:
         if row_limit < 1:
             raise ValueError(f"row_limit must be >= 1, got {row_limit}")
@@ -136,6 +152,7 @@ class ReadOnlyDatabase:
         self.row_limit = row_limit
         self.source = source
         self.time_limit_s = time_limit_s
+        self.max_rows_bytes = max_rows_bytes
         self._ready = False
         self._lock = threading.Lock()
 
@@ -203,7 +220,12 @@ class ReadOnlyDatabase:
         return None
 
     def query(self, sql: str, limit: int) -> dict[str, Any]:
-        """Rows of one read-only statement, at most min(limit, row_limit) of them."""
+        """Rows of one read-only statement, at most min(limit, row_limit) of them.
+
+        Rows are fetched one at a time and cut down as they arrive (see
+        `_cell`); once they hold ``max_rows_bytes`` no more are fetched,
+        "truncated" is set and "note" says why, so the model can ask for less.
+        """
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         _check_sql(sql)
@@ -213,12 +235,26 @@ class ReadOnlyDatabase:
             cursor = conn.execute(sql)
             if cursor.description is None:
                 return {"columns": [], "rows": [], "truncated": False}
-            rows = cursor.fetchmany(cap + 1)
-            return {
-                "columns": [column[0] for column in cursor.description],
-                "rows": [[_cell(value) for value in row] for row in rows[:cap]],
-                "truncated": len(rows) > cap,
-            }
+            rows: list[list[Any]] = []
+            out: dict[str, Any] = {"columns": [column[0] for column in cursor.description], "rows": rows}
+            size = 0
+            for row in iter(cursor.fetchone, None):
+                if len(rows) == cap:
+                    out["truncated"] = True
+                    return out
+                cells = [_cell(value) for value in row]
+                row_size = sum(n for _, n in cells)
+                if size + row_size > self.max_rows_bytes:
+                    out["truncated"] = True
+                    out["note"] = (
+                        f"stopped after {len(rows)} rows: the next row would take the result over "
+                        f"{self.max_rows_bytes} bytes; select fewer or narrower columns, or fewer rows"
+                    )
+                    return out
+                rows.append([value for value, _ in cells])
+                size += row_size
+            out["truncated"] = False
+            return out
 
         return self._run(run)
 
@@ -262,6 +298,7 @@ class ReadOnlyDatabase:
             conn.execute("PRAGMA query_only = ON")
             conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
             conn.set_authorizer(_authorize)
         except BaseException:
             conn.close()

@@ -40,6 +40,11 @@ export const ToolErrorKind = {
    * A human rejected the call (see Agent.Resume); the content says why.
    */
   TOOL_ERROR_KIND_REJECTED: 'TOOL_ERROR_KIND_REJECTED',
+  /**
+   * The result was larger than the ToolService sends (AGENTLOOP_MAX_RESULT_BYTES,
+   * or the batch's share of the message limit); the content says how to ask for less.
+   */
+  TOOL_ERROR_KIND_TOO_LARGE: 'TOOL_ERROR_KIND_TOO_LARGE',
 } as const;
 
 /**
@@ -91,6 +96,12 @@ export type ToolErrorKind =
    */
   | 'TOOL_ERROR_KIND_REJECTED'
   | 8
+  /**
+   * The result was larger than the ToolService sends (AGENTLOOP_MAX_RESULT_BYTES,
+   * or the batch's share of the message limit); the content says how to ask for less.
+   */
+  | 'TOOL_ERROR_KIND_TOO_LARGE'
+  | 9
 
 /**
  * Why a tool call produced an error result instead of a value.
