@@ -151,6 +151,7 @@ class GatewaySettings:
     max_run_s: float = 3600.0
     max_message_bytes: int = 32 * 1024 * 1024
     health_interval_s: float = 5.0
+    store_retry_budget_s: float = 15.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -186,6 +187,9 @@ class GatewaySettings:
             max_run_s=_float(e, "AGENTLOOP_MAX_RUN_S", cls.max_run_s, minimum=0.1),
             max_message_bytes=_int(e, "AGENTLOOP_MAX_MESSAGE_BYTES", cls.max_message_bytes, minimum=1024),
             health_interval_s=_float(e, "AGENTLOOP_HEALTH_INTERVAL_S", cls.health_interval_s, minimum=0.05),
+            store_retry_budget_s=_float(
+                e, "AGENTLOOP_STORE_RETRY_BUDGET_S", cls.store_retry_budget_s, minimum=0.1
+            ),
         )
 
 

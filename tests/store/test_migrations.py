@@ -48,9 +48,9 @@ def old_checkpoint_record_class() -> Any:
 async def test_a_fresh_database_upgrades_to_head_and_again_is_a_no_op(empty_url: str) -> None:
     assert await migrate.current_revision_async(empty_url) is None
     await migrate.upgrade_async(empty_url)
-    assert await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0002"
+    assert await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0003"
     await migrate.upgrade_async(empty_url)
-    assert await migrate.current_revision_async(empty_url) == "0002"
+    assert await migrate.current_revision_async(empty_url) == "0003"
     engine = make_engine(empty_url)
     try:
         async with engine.connect() as conn:
@@ -95,7 +95,7 @@ async def test_downgrade_and_upgrade_round_trip(empty_url: str) -> None:
     assert names >= TABLES
     assert await migrate.current_revision_async(empty_url) == "0001"
     await migrate.upgrade_async(empty_url)
-    assert await migrate.current_revision_async(empty_url) == "0002"
+    assert await migrate.current_revision_async(empty_url) == "0003"
 
 
 async def test_rows_written_at_revision_0001_read_back_after_upgrading(empty_url: str) -> None:
@@ -186,6 +186,8 @@ async def test_rows_written_at_revision_0001_read_back_after_upgrading(empty_url
         assert run.status is RunStatus.COMPLETED
         assert run.request == request
         assert run.created_at == datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
+        # Revision 0003: runs written before it have reserved nothing beyond their last event.
+        assert (run.sequence_reserved, run.next_sequence_base) == (0, 1)
         assert await store.thread_messages("t1") == messages
         assert await store.tool_results("r1") == {"c1": result}
         assert await store.events("r1", 0) == [run_event]
@@ -245,7 +247,7 @@ def test_the_default_database_lives_under_agentloop_home(
 async def test_open_store_migrates_and_configures_sqlite(tmp_path: Path) -> None:
     store = await factory.open_store(f"sqlite:///{tmp_path / 'agent.db'}")
     try:
-        assert await migrate.current_revision_async(f"sqlite:///{tmp_path / 'agent.db'}") == "0002"
+        assert await migrate.current_revision_async(f"sqlite:///{tmp_path / 'agent.db'}") == "0003"
         async with store.engine.connect() as conn:
             pragmas = [
                 (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
@@ -260,7 +262,7 @@ async def test_open_store_migrates_and_configures_sqlite(tmp_path: Path) -> None
 async def test_open_store_migrates_a_new_database(empty_url: str) -> None:
     store = await factory.open_store(empty_url, pool_size=4)
     try:
-        assert await migrate.current_revision_async(empty_url) == "0002"
+        assert await migrate.current_revision_async(empty_url) == "0003"
         await store.create_thread("t1", "u1")
         assert (await store.get_thread("t1")) is not None
     finally:
@@ -273,7 +275,7 @@ def test_sync_upgrade_and_current_revision(tmp_path: Path) -> None:
     migrate.upgrade(url, "0001")
     assert migrate.current_revision(url) == "0001"
     migrate.upgrade(url)
-    assert migrate.current_revision(url) == "0002"
+    assert migrate.current_revision(url) == "0003"
 
 
 def test_an_in_memory_sqlite_database_is_refused() -> None:
