@@ -335,7 +335,8 @@ class RunManager:
             finally:
                 self._taking.discard(run_id)
         if decisions:
-            raise InvalidArgument("decisions", f"run {run_id!r} is not waiting for approval")
+            # Valid decisions, but the run is past them (another Resume or a Cancel won it).
+            raise FailedPrecondition(f"run {run_id!r} is {row.status.value}, not waiting for approval")
         if active is not None:
             return active
         if row.status != RunStatus.RUNNING:

@@ -21,6 +21,7 @@ from agentloop.serving import ServerHandle
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
 from gateway.service import AgentService, Gateway
+from gateway.store.base import Store
 from gateway.service import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc import ToolRegistry
@@ -88,6 +89,7 @@ async def start_stack(
     reasoner_overrides: dict[str, Any] | None = None,
     database_url: str | None = None,
     authenticator: Authenticator | None = None,
+    store: Store | None = None,
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports (addresses can be overridden to break hops)."""
     model = ScriptedModelServer(script)
@@ -111,7 +113,7 @@ async def start_stack(
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(gateway_settings, authenticator=authenticator)
+    gateway = await create_gateway(gateway_settings, store=store, authenticator=authenticator)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
     return Stack(model, tools, reasoner, gateway, channel, [client.close])
 
