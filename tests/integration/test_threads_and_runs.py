@@ -10,7 +10,7 @@ import pytest
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
-from tests.support.stack import Stack, final_of, kinds, start_stack
+from tests.support.stack import Stack, final_of, start_stack, tokens_joined
 from tests.support.tools import Probe, make_registry
 from tests.support.waiting import assert_eventually
 
@@ -279,26 +279,6 @@ async def test_enqueue_policy_waits_for_the_active_run(stack: Stack) -> None:
     thread = await stack.agent.GetThread(agent_pb2.GetThreadRequest(thread_id="t-queue", user_id="ana"))
     users = [m.content for m in thread.messages if m.role == common_pb2.ROLE_USER]
     assert users == ["slow tool", "queued question"]
-
-
-def tokens_joined(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
-    """Live events as a replay shows them: consecutive tokens of a step as one, numbered like the last."""
-    out: list[agent_pb2.RunEvent] = []
-    for event in events:
-        previous = out[-1] if out else None
-        if (
-            previous is not None
-            and event.WhichOneof("event") == previous.WhichOneof("event") == "llm_token"
-            and event.llm_token.step == previous.llm_token.step
-        ):
-            previous.sequence = event.sequence
-            previous.llm_token.token += event.llm_token.token
-            previous.llm_token.reasoning_token += event.llm_token.reasoning_token
-            continue
-        copy = agent_pb2.RunEvent()
-        copy.CopyFrom(event)
-        out.append(copy)
-    return out
 
 
 async def test_watch_replays_a_finished_run_and_resumes_from_a_sequence(stack: Stack) -> None:

@@ -774,7 +774,8 @@ async def test_heartbeat_renews_only_the_runs_named(store: SqlStore) -> None:
     assert await store.heartbeat(A, 120, ["live"]) == 1
     assert await store.heartbeat(A, 120, []) == 0
     abandoned = await store.get_run("abandoned")
-    assert abandoned is not None and abandoned.lease_expires_at is not None
+    assert abandoned is not None
+    assert abandoned.lease_expires_at is not None
     assert abandoned.lease_expires_at < datetime.now(UTC) + timedelta(seconds=2)
 
 
@@ -795,7 +796,8 @@ async def test_claim_paused_hands_a_paused_run_to_exactly_one_caller(
     assert run is not None
     assert run.status is RunStatus.RUNNING
     assert run.owner == (A if wins.index(True) % 2 == 0 else B)
-    assert run.lease_expires_at is not None and run.lease_expires_at > datetime.now(UTC)
+    assert run.lease_expires_at is not None
+    assert run.lease_expires_at > datetime.now(UTC)
     # Running now: it is nobody's orphan and cannot be claimed as paused again.
     assert await store.claim_orphans(A, 30, 10) == []
     assert not await store.claim_paused("r1", A, 30)
@@ -809,7 +811,8 @@ async def test_claim_paused_refuses_a_thread_that_runs_another_run(store: SqlSto
     with pytest.raises(ThreadBusy):
         await store.claim_paused("r1", A, 30)
     run = await store.get_run("r1")
-    assert run is not None and run.status is RunStatus.PAUSED
+    assert run is not None
+    assert run.status is RunStatus.PAUSED
 
 
 async def test_reserved_sequences_only_grow_and_need_the_owner(store: SqlStore) -> None:
@@ -824,7 +827,8 @@ async def test_reserved_sequences_only_grow_and_need_the_owner(store: SqlStore) 
     with pytest.raises(LeaseLost):
         await store.reserve_sequences("r1", B, 4096)
     fetched = await store.get_run("r1")
-    assert fetched is not None and fetched.sequence_reserved == 2048
+    assert fetched is not None
+    assert fetched.sequence_reserved == 2048
 
 
 async def test_a_run_that_pauses_or_ends_keeps_no_reservation_beyond_its_last_event(store: SqlStore) -> None:

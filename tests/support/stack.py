@@ -21,8 +21,8 @@ from agentloop.serving import ServerHandle
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
 from gateway.service import AgentService, Gateway
-from gateway.store.base import Store
 from gateway.service import create_server as create_gateway
+from gateway.store.base import Store
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc import ToolRegistry
 from tool_svc.service import create_server as create_tools
@@ -128,3 +128,23 @@ def final_of(events: Sequence[agent_pb2.RunEvent]) -> agent_pb2.RunFinal:
     last = events[-1]
     assert last.WhichOneof("event") == "final", f"run ended with {last.WhichOneof('event')}: {last}"
     return last.final
+
+
+def tokens_joined(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
+    """Live events as a replay shows them: consecutive tokens of a step as one, numbered like the last."""
+    out: list[agent_pb2.RunEvent] = []
+    for event in events:
+        previous = out[-1] if out else None
+        if (
+            previous is not None
+            and event.WhichOneof("event") == previous.WhichOneof("event") == "llm_token"
+            and event.llm_token.step == previous.llm_token.step
+        ):
+            previous.sequence = event.sequence
+            previous.llm_token.token += event.llm_token.token
+            previous.llm_token.reasoning_token += event.llm_token.reasoning_token
+            continue
+        copy = agent_pb2.RunEvent()
+        copy.CopyFrom(event)
+        out.append(copy)
+    return out
