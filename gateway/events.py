@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from agentloop.v1 import agent_pb2, common_pb2
 
@@ -241,42 +242,83 @@ class EventSink:
         self._emit(ev)
 
 
-class EventLog:
-    """A list of events where consecutive tokens of one step are joined (history, persist buffer).
+_JOIN_EVERY = 32
+"""Token strings a _TokenRun holds before joining them (a str object per token costs ~60 bytes)."""
 
-    The joined event is a private copy (subscribers hold the originals) and
-    takes the newest number, so a replay from before the tokens gets all of
-    their text once.
+
+@dataclass
+class _TokenRun:
+    """Consecutive tokens of one step, kept as Python strings until someone reads them.
+
+    Not a growing protobuf string: upb keeps every value ever assigned to a
+    field in the message's arena, so appending to one costs quadratic memory.
+    """
+
+    first: agent_pb2.RunEvent
+    sequence: int
+    tokens: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, event: agent_pb2.RunEvent) -> None:
+        self.sequence = event.sequence
+        token = event.llm_token
+        if token.token:
+            self.tokens.append(token.token)
+            if len(self.tokens) >= _JOIN_EVERY:
+                self.tokens = ["".join(self.tokens)]
+        if token.reasoning_token:
+            self.reasoning.append(token.reasoning_token)
+            if len(self.reasoning) >= _JOIN_EVERY:
+                self.reasoning = ["".join(self.reasoning)]
+        self.size += len(token.token) + len(token.reasoning_token)
+
+    def event(self) -> agent_pb2.RunEvent:
+        first = self.first
+        joined = agent_pb2.RunEvent(run_id=first.run_id, sequence=self.sequence, thread_id=first.thread_id)
+        joined.llm_token.step = first.llm_token.step
+        joined.llm_token.token = "".join(self.tokens)
+        joined.llm_token.reasoning_token = "".join(self.reasoning)
+        return joined
+
+
+class EventLog:
+    """Events in order, where consecutive tokens of one step are joined (history, persist buffer).
+
+    A joined event takes the newest number, so a replay from before the
+    tokens gets all of their text once.
     """
 
     def __init__(self) -> None:
-        self.events: list[agent_pb2.RunEvent] = []
-        self._open: agent_pb2.RunEvent | None = None
+        self._entries: list[agent_pb2.RunEvent | _TokenRun] = []
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self._entries)
+
+    @property
+    def events(self) -> list[agent_pb2.RunEvent]:
+        return [e.event() if isinstance(e, _TokenRun) else e for e in self._entries]
 
     def add(self, event: agent_pb2.RunEvent) -> None:
         if event.WhichOneof("event") != "llm_token":
-            self._open = None
-            self.events.append(event)
+            self._entries.append(event)
             return
-        joined = self._open
-        token = event.llm_token
+        last = self._entries[-1] if self._entries else None
         if (
-            joined is not None
-            and joined.llm_token.step == token.step
-            and len(joined.llm_token.token) + len(joined.llm_token.reasoning_token) < TOKEN_COALESCE_BYTES
+            isinstance(last, _TokenRun)
+            and last.first.llm_token.step == event.llm_token.step
+            and last.size < TOKEN_COALESCE_BYTES
         ):
-            joined.sequence = event.sequence
-            joined.llm_token.token += token.token
-            joined.llm_token.reasoning_token += token.reasoning_token
+            last.add(event)
             return
-        self._open = agent_pb2.RunEvent()
-        self._open.CopyFrom(event)
-        self.events.append(self._open)
+        if isinstance(last, _TokenRun):
+            self._entries[-1] = last.event()  # full (or another step's): one message from now on
+        run = _TokenRun(first=event, sequence=event.sequence)
+        run.add(event)
+        self._entries.append(run)
 
     def take(self) -> list[agent_pb2.RunEvent]:
-        """Everything so far, leaving the log empty (and nothing open for joining)."""
-        events, self.events, self._open = self.events, [], None
+        """Everything so far, leaving the log empty."""
+        events = self.events
+        self._entries = []
         return events
