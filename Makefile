@@ -49,6 +49,7 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path); results g
 	$(BIN)/python -m bench.overhead
 	$(BIN)/python -m bench.checkpoints
 	$(BIN)/python -m bench.store_hotpath
+	$(BIN)/python -m bench.token_memory
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load

@@ -21,6 +21,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from agentloop.v1 import agent_pb2
@@ -58,7 +59,7 @@ def _one_event_per_token(tokens: int) -> tuple[list[agent_pb2.RunEvent], list[ag
     return history, pending
 
 
-VARIANTS = {"sink": lambda n: _sink(n), "one_event_per_token": lambda n: _one_event_per_token(n)}
+VARIANTS: dict[str, Callable[[int], object]] = {"sink": _sink, "one_event_per_token": _one_event_per_token}
 
 
 def _measure(variant: str, tokens: int) -> float:
