@@ -26,7 +26,7 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
-from gateway.events import END_OF_RUN, EventSink, is_terminal
+from gateway.events import END_OF_RUN, RESERVE_BLOCK, EventSink, is_terminal
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
 from gateway.journal import TRANSIENT, RunJournal, StoreUnavailable, describe_failure
@@ -265,7 +265,7 @@ class RunManager:
         self._setting_up.add(run_id)
         try:
             await self._store.create_run(run_id, thread_id, request.user_id, stored.SerializeToString())
-            await self._start_when_free(run_id, thread_id, request.options.concurrency)
+            started = await self._start_when_free(run_id, thread_id, request.options.concurrency)
             history = await self._store.thread_messages(thread_id)
             state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
             state.messages = [
@@ -273,6 +273,7 @@ class RunManager:
                 *history,
             ]
             sink = EventSink(run_id, thread_id)
+            sink.reserved_upto(started.sequence_reserved)
             return self._launch(state, sink, specs, new_messages, START, deadline, recorded={})
         except BaseException:
             await run_to_completion(self._abandon(run_id))
@@ -294,12 +295,12 @@ class RunManager:
             # so an orphan scan takes it over once the lease expires.
             log.warning("run %s: could not end it after a failed setup", run_id, exc_info=True)
 
-    async def _start_when_free(self, run_id: str, thread_id: str, policy: int) -> None:
+    async def _start_when_free(self, run_id: str, thread_id: str, policy: int) -> RunRow:
         """RUNNING now, or (ENQUEUE) as soon as the thread's active run ends; REJECT → ABORTED."""
         while True:
             try:
-                await self._store.start_run(run_id, self.instance_id, self._settings.lease_s)
-                return
+                lease_s = self._settings.lease_s
+                return await self._store.start_run(run_id, self.instance_id, lease_s, reserve=RESERVE_BLOCK)
             except ThreadBusy:
                 if policy != agent_pb2.CONCURRENCY_POLICY_ENQUEUE:
                     await self._store.set_status(run_id, RunStatus.CANCELLED)

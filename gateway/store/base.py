@@ -171,11 +171,12 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def start_run(self, run_id: str, owner: str, lease_s: float) -> RunRow:
+    async def start_run(self, run_id: str, owner: str, lease_s: float, reserve: int = 0) -> RunRow:
         """QUEUED → RUNNING owned by `owner`; raises ThreadBusy while the thread has a RUNNING run.
 
         At most one RUNNING run per thread is guaranteed by the database (a
-        partial unique index), not by the caller.
+        partial unique index), not by the caller. `reserve`: event numbers
+        reserved for the owner from the start (saves it a write).
         """
         ...
 

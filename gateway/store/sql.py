@@ -269,7 +269,7 @@ class SqlStore(Store):
             raise FailedPrecondition(f"run {run_id} already exists") from None
         return run_row(row)
 
-    async def start_run(self, run_id: str, owner: str, lease_s: float) -> RunRow:
+    async def start_run(self, run_id: str, owner: str, lease_s: float, reserve: int = 0) -> RunRow:
         """Raises NotFound for an unknown run and FailedPrecondition for one that is not QUEUED."""
         now = utc_now()
         try:
@@ -283,6 +283,7 @@ class SqlStore(Store):
                                 status=RUNNING,
                                 owner=owner,
                                 lease_expires_at=now + timedelta(seconds=lease_s),
+                                sequence_reserved=greatest(t.runs.c.sequence_reserved, reserve),
                                 updated_at=now,
                             )
                             .returning(*t.runs.c)

@@ -826,9 +826,19 @@ async def test_reserved_sequences_only_grow_and_need_the_owner(store: SqlStore) 
     assert run.sequence_reserved == 2048
     with pytest.raises(LeaseLost):
         await store.reserve_sequences("r1", B, 4096)
+    await store.create_run("r2", "thread-of-r1", USER, b"request")
+    with pytest.raises(ThreadBusy):
+        await store.start_run("r2", A, 30, reserve=64)
     fetched = await store.get_run("r1")
     assert fetched is not None
     assert fetched.sequence_reserved == 2048
+
+
+async def test_start_run_can_reserve_the_first_event_numbers(store: SqlStore) -> None:
+    await store.create_thread("t1", USER)
+    await store.create_run("r1", "t1", USER, b"request")
+    run = await store.start_run("r1", A, 30, reserve=1024)
+    assert (run.sequence_reserved, run.next_sequence_base) == (1024, 1024)
 
 
 async def test_a_run_that_pauses_or_ends_keeps_no_reservation_beyond_its_last_event(store: SqlStore) -> None:
