@@ -297,3 +297,27 @@ async def test_an_unclassified_store_fault_ends_the_run_failed_once(database_url
         assert final_of(events).final_reply == "Reply to: and now?"
     finally:
         await stack.close()
+
+
+async def test_an_orphan_that_cannot_be_rebuilt_is_ended_not_retried_forever(
+    stack_and_probe: tuple[Stack, Probe],
+) -> None:
+    stack, _ = stack_and_probe
+    store = stack.gateway.store
+    await store.create_thread("t-corrupt", "ana")
+    await store.create_run("r-corrupt", "t-corrupt", "ana", b"\xff\xff\xff")
+    await store.start_run("r-corrupt", "a-dead-gateway", -1)
+    assert "r-corrupt" in await stack.gateway.manager.adopt_orphans()
+    run = await store.get_run("r-corrupt")
+    assert run is not None
+    assert (run.status, run.owner) == (RunStatus.FAILED, None)
+    watched = [
+        r.event
+        async for r in stack.agent.Watch(
+            agent_pb2.WatchRequest(run_id="r-corrupt", user_id="ana"), timeout=10
+        )
+    ]
+    assert kinds(watched) == ["error"]
+    assert watched[0].error.code == "INTERNAL"
+    events = await stack.run("still usable?", thread_id="t-corrupt", user_id="ana")
+    assert final_of(events).final_reply == "Reply to: still usable?"
