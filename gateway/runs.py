@@ -26,15 +26,16 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
-from gateway.events import END_OF_RUN, RESERVE_BLOCK, EventSink, is_terminal
+from gateway.events import RESERVE_BLOCK, EventSink
+from gateway.following import Followers
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
-from gateway.journal import TRANSIENT, RunJournal, StoreUnavailable, describe_failure
+from gateway.journal import RunJournal, StoreUnavailable, describe_failure
 from gateway.memory import MemoryStore
 from gateway.observe import traced_run
-from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
+from gateway.recovery import end_after_fault, end_unlaunchable, restore_state, resumed_note
 from gateway.run_context import RunContext
-from gateway.state import STOP_PAUSED, RunState
+from gateway.state import RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
 from gateway.store.hotpath import run_to_completion
 from gateway.validation import RunLikeRequest, new_turn_messages, run_config
@@ -42,7 +43,6 @@ from gateway.validation import RunLikeRequest, new_turn_messages, run_config
 log = logging.getLogger(__name__)
 
 _QUEUE_POLL_S = 0.05
-_WATCH_POLL_S = 0.1
 
 
 @dataclass
@@ -90,6 +90,7 @@ class RunManager:
         self._taking: set[str] = set()
         """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet."""
         self._thread_freed: dict[str, asyncio.Event] = {}
+        self._followers = Followers(store, self._active.get)
         self._background: set[asyncio.Task[None]] = set()
 
     @property
@@ -410,23 +411,8 @@ class RunManager:
         start, new_messages = START, new_turn_messages(request)
         state.run_message_start = len(state.messages)
         if checkpoint is not None:
-            rec = checkpoint.record
-            start, new_messages = rec.next_node or END, []
-            state.current_step = rec.current_step
-            state.llm_calls = rec.llm_calls
-            state.usage.CopyFrom(rec.usage)
-            state.stop = rec.stop
-            state.stop_reason = rec.stop_reason
-            state.final_reply = rec.final_reply
-            state.tools_used = list(rec.tools_used)
-            state.suggested_next_step = rec.suggested_next_step
-            state.hint = rec.hint
-            state.structured_output_json = rec.structured_output_json
-            state.run_message_start = rec.run_message_start + 1
-            state.awaiting_approval = rec.awaiting_approval and not approvals
-            if approvals and state.stop_reason == STOP_PAUSED:
-                state.stop_reason = ""
-            state.approvals = dict(rec.approvals)
+            start, new_messages = checkpoint.record.next_node or END, []
+            restore_state(state, checkpoint.record, approvals)
         state.approvals.update(approvals or {})
         recorded = await self._store.tool_results(run_id)
         state.tool_result_history = list(recorded.values())
@@ -525,57 +511,9 @@ class RunManager:
                 freed.set()
 
     # --- following -------------------------------------------------------------
-    async def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
-        """Events of a local run with sequence > after_sequence: stored, then replayed, then live.
-
-        If the run stops here without a final or error event (its lease was
-        lost to another gateway, or this gateway stops), the stream goes on
-        from the store until the run really ends, as Watch does.
-        """
-        queue = active.sink.subscribe()
-        last, ended = after_sequence, False
-        try:
-            first_local = active.sink.first_sequence
-            if last + 1 < first_local:
-                for event in await self._store.events(active.run_id, last, limit=first_local - last - 1):
-                    if event.sequence >= first_local:
-                        break
-                    last = event.sequence
-                    yield event
-            for event in list(active.sink.history):
-                if event.sequence > last:
-                    last, ended = event.sequence, is_terminal(event)
-                    yield event
-            while (event := await queue.get()) is not END_OF_RUN:
-                if event.sequence > last:
-                    last, ended = event.sequence, is_terminal(event)
-                    yield event
-        finally:
-            active.sink.unsubscribe(queue)
-        if not ended:
-            async for event in self._follow_stored(active.run_id, last):
-                yield event
-
-    async def _follow_stored(self, run_id: str, last: int) -> AsyncIterator[agent_pb2.RunEvent]:
-        """Stored events after `last` until the run has ended and all were read (or it runs here)."""
-        while True:
-            active = self._active.get(run_id)
-            if active is not None:
-                async for event in self.follow(active, last):
-                    yield event
-                return
-            try:
-                for event in await self._store.events(run_id, last):
-                    last = event.sequence
-                    yield event
-                row = await self._store.get_run(run_id)
-            except TRANSIENT:
-                log.warning("run %s: store unavailable while following; retrying", run_id)
-                await asyncio.sleep(_WATCH_POLL_S * 10)
-                continue
-            if row is None or (row.status.ended and last >= row.last_sequence):
-                return
-            await asyncio.sleep(_WATCH_POLL_S)
+    def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
+        """Events of a local run after `after_sequence`, then from the store if it ends elsewhere."""
+        return self._followers.follow(active, after_sequence)
 
     async def watch(
         self, run_id: str, user_id: str, after_sequence: int
@@ -584,7 +522,7 @@ class RunManager:
         if after_sequence < 0:
             raise InvalidArgument("after_sequence", "must be >= 0")
         await self.owned_run(run_id, user_id)
-        async for event in self._follow_stored(run_id, after_sequence):
+        async for event in self._followers.stored(run_id, after_sequence):
             yield event
 
     # --- cancelling ----------------------------------------------------------------
