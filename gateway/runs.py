@@ -60,6 +60,8 @@ class ActiveRun:
     start_sequence: int = 0
     """Sequence of the last event emitted before this process took the run (0 for a new run)."""
     journal: RunJournal | None = None
+    handed_over: bool = False
+    """The run stopped here because another gateway owns it now; its outcome comes from there."""
 
 
 def default_instance_id() -> str:
@@ -482,6 +484,7 @@ class RunManager:
             return await run_graph(active.state, ctx, start)
         except LeaseLost:
             log.warning("run %s: lease lost to another gateway; stopping here", active.run_id)
+            active.handed_over = True
             return active.state
         except asyncio.CancelledError:
             log.info("run %s: stopped in this process at its last checkpoint", active.run_id)

@@ -188,3 +188,38 @@ async def test_a_run_outliving_the_store_retry_budget_finishes_once_the_database
             proxy.restore()
         await direct.close()
         await stack.close()
+
+
+async def test_invoke_on_a_frozen_owner_answers_with_the_real_outcome(
+    stack_and_probe: tuple[Stack, Probe], database_url: str
+) -> None:
+    stack, _ = stack_and_probe
+    with gateway_process(stack, database_url, "gw-frozen-invoke") as frozen:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{frozen.port}") as channel:
+            agent = agent_pb2_grpc.AgentStub(channel)
+            request = agent_pb2.InvokeRequest(input="crash test", user_id="ana", thread_id="t-frozen-invoke")
+            invoke = asyncio.ensure_future(agent.Invoke(request, timeout=60))
+            thread = agent_pb2.GetThreadRequest(thread_id="t-frozen-invoke", user_id="ana")
+            deadline = time.monotonic() + 30
+            while True:
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    run_id = (await agent.GetThread(thread, timeout=5)).state.run_id
+                    if run_id:
+                        break
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            watch = agent.Watch(agent_pb2.WatchRequest(run_id=run_id, user_id="ana"), timeout=30)
+            async for response in watch:
+                if CRASH_POINTS["during_tools"](response.event):
+                    break
+            watch.cancel()
+            os.kill(frozen.proc.pid, signal.SIGSTOP)
+            try:
+                with gateway_process(stack, database_url, "gw-thaw-invoke") as other:
+                    elsewhere = await asyncio.wait_for(watch_to_end(other.port, run_id), 30)
+            finally:
+                os.kill(frozen.proc.pid, signal.SIGCONT)
+            answer = await invoke
+    assert answer.final == final_of(elsewhere)
+    assert answer.final.final_reply == "All counted: counted step-2."
+    assert answer.run_id == run_id
