@@ -85,6 +85,16 @@ def _unanswered(history: list[common_pb2.Message]) -> list[common_pb2.ToolCall]:
     return []
 
 
+def _could_not_run(call: common_pb2.ToolCall, message: str) -> common_pb2.ToolResult:
+    return common_pb2.ToolResult(
+        tool_call_id=call.id,
+        name=call.name,
+        content=f"The tool call could not run: {message}",
+        is_error=True,
+        error_kind=common_pb2.TOOL_ERROR_KIND_UNAVAILABLE,
+    )
+
+
 async def end_after_fault(store: Store, state: RunState, ctx: RunContext, message: str) -> None:
     """End the run FAILED with one error event after a fault escaped the graph.
 
@@ -98,18 +108,15 @@ async def end_after_fault(store: Store, state: RunState, ctx: RunContext, messag
     ctx.sink.error(code, message, FAULT_NODE)
     try:
         history = await store.thread_messages(state.thread_id)
-        closing = [
-            common_pb2.ToolResult(
-                tool_call_id=call.id,
-                name=call.name,
-                content=f"The tool call could not run: {message}",
-                is_error=True,
-                error_kind=common_pb2.TOOL_ERROR_KIND_UNAVAILABLE,
-            )
+        recorded = await store.tool_results(state.run_id)
+        # A call that finished keeps its stored result; only calls that never ran get an error.
+        answers = [
+            recorded[call.id] if call.id in recorded else _could_not_run(call, message)
             for call in _unanswered(history)
         ]
+        closing = [a for a in answers if a.tool_call_id not in recorded]
         await ctx.journal.tool_results(state.run_id, closing)
-        messages = [tool_message(r) for r in closing]
+        messages = [tool_message(r) for r in answers]
         await ctx.journal.checkpoint(state, FAULT_NODE, "", messages, RunStatus.FAILED)
         return
     except LeaseLost:

@@ -19,6 +19,7 @@ import sqlalchemy.exc
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.acting import tool_message
 from gateway.store.base import CheckpointWrite, RunStatus
 from gateway.store.sql import SqlStore
 from tests.support.stack import Stack, final_of, kinds, start_stack
@@ -292,7 +293,12 @@ async def test_an_unclassified_store_fault_ends_the_run_failed_once(database_url
         assert [e.WhichOneof("event") for e in stored].count("error") == 1
         reply = await stack.agent.Cancel(agent_pb2.CancelRequest(run_id=events[0].run_id, user_id="ana"))
         assert reply.status == agent_pb2.RUN_STATUS_FAILED
-        await thread_is_sound(stack, "t-fault")
+        messages = await thread_is_sound(stack, "t-fault")
+        # A call that finished before the fault keeps its result: the thread says what the store has.
+        stored_results = await store.tool_results(events[0].run_id)
+        for message in messages:
+            if message.role == common_pb2.ROLE_TOOL:
+                assert message.content == tool_message(stored_results[message.tool_call_id]).content
         store.armed = False
         events = await stack.run("and now?", thread_id="t-fault", user_id="ana")
         assert final_of(events).final_reply == "Reply to: and now?"
