@@ -75,6 +75,7 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 	$(BIN)/python -m bench.loop_detection
 	$(BIN)/python -m bench.context
 	$(BIN)/python -m bench.capacity
+	$(BIN)/python -m bench.token_memory
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load

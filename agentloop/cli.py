@@ -137,7 +137,8 @@ async def database(args: argparse.Namespace) -> int:
 
     settings = GatewaySettings.from_env()
     url = resolve_url(args.url or settings.database_url or None)
-    await check_reachable(url, settings.db_connect_s)
+    if args.action != "wait":  # `wait` keeps trying for its own --timeout-s
+        await check_reachable(url, settings.db_connect_s)
     if args.action == "upgrade":
         await migrate.upgrade_async(url, args.revision)
         print(f"database at revision {await migrate.current_revision_async(url)}")

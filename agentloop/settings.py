@@ -270,6 +270,7 @@ class GatewaySettings:
     health_interval_s: float = 5.0
     loop_policies: tuple[tuple[str, LoopPolicy], ...] = ()
     """Loop-detection policies by tool name; each replaces the one the tool's spec declares."""
+    store_retry_budget_s: float = 15.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -308,6 +309,9 @@ class GatewaySettings:
             max_message_bytes=_int(e, "AGENTLOOP_MAX_MESSAGE_BYTES", cls.max_message_bytes, minimum=1024),
             health_interval_s=_float(e, "AGENTLOOP_HEALTH_INTERVAL_S", cls.health_interval_s, minimum=0.05),
             loop_policies=_loop_policies(e, "AGENTLOOP_LOOP_POLICIES"),
+            store_retry_budget_s=_float(
+                e, "AGENTLOOP_STORE_RETRY_BUDGET_S", cls.store_retry_budget_s, minimum=0.1
+            ),
         )
 
 

@@ -2,36 +2,76 @@
 
 The sink is synchronous on purpose: a node that emits a token must not wait
 for any client, and numbering must not depend on scheduling. Each event goes
-to three places: the run's in-memory history (replayed to late watchers),
-every live subscriber's queue, and a buffer the runner persists with the next
+to three places: every live subscriber's queue, the run's in-memory history
+(replayed to late watchers) and a buffer the runner persists with the next
 checkpoint.
+
+Two rules keep a number from ever meaning two events:
+
+- Reservation. An event reaches nobody until its number is durably reserved
+  for this owner (`reserved`, the runs row's `sequence_reserved`). The
+  journal reserves a block ahead, in the background when half of it is used
+  and with every checkpoint, so in practice nothing waits. A gateway taking
+  the run over numbers above the reserved mark: events lost with a dead owner
+  leave a gap, never a reused number.
+- Terminal events (`final`, `error`) reach nobody until the checkpoint that
+  stores them has committed: a client never sees an outcome the store lacks.
+
+Streamed tokens are delivered live one by one, but history and the persist
+buffer keep them coalesced (consecutive tokens of a step joined into one
+event numbered like the last of them, up to `TOKEN_COALESCE_BYTES`), so a
+long answer costs its text, not an event per token.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from agentloop.v1 import agent_pb2, common_pb2
 
 # Marks the end of a run's event stream in subscriber queues.
 END_OF_RUN: agent_pb2.RunEvent = agent_pb2.RunEvent()
 
+RESERVE_BLOCK = 1024
+"""Event numbers reserved per store write; a new block is asked for when half of one is used."""
+TOKEN_COALESCE_BYTES = 4096
+"""Most token text one coalesced history/persisted event carries."""
+
+
+def is_terminal(event: agent_pb2.RunEvent) -> bool:
+    """A final or error event: the last a run sends."""
+    return event.WhichOneof("event") in ("final", "error")
+
 
 class EventSink:
-    """Builds gap-free numbered RunEvents and hands them to history, subscribers and the persist buffer."""
+    """Numbers RunEvents and hands them to subscribers, history and the persist buffer."""
 
     def __init__(self, run_id: str, thread_id: str, last_sequence: int = 0) -> None:
         self.run_id = run_id
         self.thread_id = thread_id
         self.sequence = last_sequence
-        self.history: list[agent_pb2.RunEvent] = []
-        self._pending: list[agent_pb2.RunEvent] = []
+        self.first_sequence = last_sequence + 1
+        """The first number this sink hands out; earlier events are in the store."""
+        self.reserved = last_sequence
+        """Numbers up to here are durably reserved for this owner and may be delivered."""
+        self.persisted = last_sequence
+        """Events up to here are stored."""
+        self._history = EventLog()
+        self._pending = EventLog()
+        self._held: deque[agent_pb2.RunEvent] = deque()
+        self._barrier: int | None = None
         self._subscribers: list[asyncio.Queue[agent_pb2.RunEvent]] = []
         self.closed = False
+        self.on_reserve: Callable[[int], None] | None = None
+        """Called with a number to reserve up to when the reservation runs low (the journal sets it)."""
+        self._reserving = 0
 
     # --- fan-out -------------------------------------------------------------
     def subscribe(self) -> asyncio.Queue[agent_pb2.RunEvent]:
-        """A queue receiving every event emitted from now on, then END_OF_RUN."""
+        """A queue receiving every event delivered from now on, then END_OF_RUN."""
         queue: asyncio.Queue[agent_pb2.RunEvent] = asyncio.Queue()
         if self.closed:
             queue.put_nowait(END_OF_RUN)
@@ -49,26 +89,81 @@ class EventSink:
         """How many live streams follow the run."""
         return len(self._subscribers)
 
+    @property
+    def history(self) -> list[agent_pb2.RunEvent]:
+        """Events delivered so far by this sink (tokens coalesced), for late followers."""
+        return self._history.events
+
+    @property
+    def held_count(self) -> int:
+        """Events numbered but not yet deliverable (waiting for a reservation or their checkpoint)."""
+        return len(self._held)
+
     def close(self) -> None:
-        """The run is over (or paused in this process): tell every subscriber."""
+        """The run is over here (ended, paused, or lost): tell every subscriber.
+
+        Events still held were never seen by anyone; they are dropped, so their
+        numbers (above the reservation, or a terminal event never stored) are
+        free for whoever continues the run.
+        """
         self.closed = True
+        self._held.clear()
         for queue in self._subscribers:
             queue.put_nowait(END_OF_RUN)
         self._subscribers.clear()
 
     def drain(self) -> list[agent_pb2.RunEvent]:
         """Events emitted since the last drain, for the next checkpoint write."""
-        pending, self._pending = self._pending, []
-        return pending
+        return self._pending.take()
 
-    def _emit(self, event: agent_pb2.RunEvent) -> None:
-        self.history.append(event)
-        self._pending.append(event)
+    def next_reservation(self) -> int:
+        """What the next store write should reserve up to: a block beyond the last number handed out."""
+        return max(self.reserved, self.sequence + RESERVE_BLOCK)
+
+    def reserved_upto(self, upto: int) -> None:
+        """The store now holds a reservation up to `upto`: deliver what it covers."""
+        self.reserved = max(self.reserved, upto)
+        self._reserving = 0 if self._reserving <= self.reserved else self._reserving
+        self._release()
+
+    def reservation_failed(self) -> None:
+        """The background reservation did not happen; the next event asks again."""
+        self._reserving = 0
+
+    def stored_upto(self, sequence: int) -> None:
+        """A checkpoint holding every event up to `sequence` committed: deliver what waited for it."""
+        self.persisted = max(self.persisted, sequence)
+        self._release()
+
+    def _deliverable(self, event: agent_pb2.RunEvent) -> bool:
+        if event.sequence > self.reserved:
+            return False
+        return self._barrier is None or event.sequence < self._barrier or event.sequence <= self.persisted
+
+    def _release(self) -> None:
+        while self._held and self._deliverable(self._held[0]):
+            self._deliver(self._held.popleft())
+
+    def _deliver(self, event: agent_pb2.RunEvent) -> None:
+        self._history.add(event)
         for queue in self._subscribers:
             queue.put_nowait(event)
 
+    def _emit(self, event: agent_pb2.RunEvent) -> None:
+        self._pending.add(event)
+        if is_terminal(event) and self._barrier is None:
+            self._barrier = event.sequence
+        if not self._held and self._deliverable(event):
+            self._deliver(event)
+        else:
+            self._held.append(event)
+
     def _new(self) -> agent_pb2.RunEvent:
         self.sequence += 1
+        low = self.sequence + RESERVE_BLOCK // 2 > self.reserved
+        if low and not self._reserving and self.on_reserve is not None:
+            self._reserving = self.next_reservation()
+            self.on_reserve(self._reserving)
         return agent_pb2.RunEvent(run_id=self.run_id, sequence=self.sequence, thread_id=self.thread_id)
 
     # --- event kinds -----------------------------------------------------------
@@ -131,10 +226,99 @@ class EventSink:
         ev.interrupt.reason = reason
         self._emit(ev)
 
-    def error(self, code: str, message: str, node: str) -> None:
-        """The run failed; the last event of a failed run."""
+    def error(self, code: str, message: str, node: str, *, stored: bool = True) -> None:
+        """The run failed; the last event of a failed run.
+
+        `stored=False`: an error that cannot be stored (the database is gone)
+        is delivered without waiting for a checkpoint, as far as its number is
+        reserved; beyond that it is dropped and followers go on from the store.
+        """
         ev = self._new()
         ev.error.code = code
         ev.error.message = message
         ev.error.node = node
+        if not stored:
+            self.persisted = max(self.persisted, ev.sequence)
         self._emit(ev)
+
+
+_JOIN_EVERY = 32
+"""Token strings a _TokenRun holds before joining them (a str object per token costs ~60 bytes)."""
+
+
+@dataclass
+class _TokenRun:
+    """Consecutive tokens of one step, kept as Python strings until someone reads them.
+
+    Not a growing protobuf string: upb keeps every value ever assigned to a
+    field in the message's arena, so appending to one costs quadratic memory.
+    """
+
+    first: agent_pb2.RunEvent
+    sequence: int
+    tokens: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, event: agent_pb2.RunEvent) -> None:
+        self.sequence = event.sequence
+        token = event.llm_token
+        if token.token:
+            self.tokens.append(token.token)
+            if len(self.tokens) >= _JOIN_EVERY:
+                self.tokens = ["".join(self.tokens)]
+        if token.reasoning_token:
+            self.reasoning.append(token.reasoning_token)
+            if len(self.reasoning) >= _JOIN_EVERY:
+                self.reasoning = ["".join(self.reasoning)]
+        self.size += len(token.token) + len(token.reasoning_token)
+
+    def event(self) -> agent_pb2.RunEvent:
+        first = self.first
+        joined = agent_pb2.RunEvent(run_id=first.run_id, sequence=self.sequence, thread_id=first.thread_id)
+        joined.llm_token.step = first.llm_token.step
+        joined.llm_token.token = "".join(self.tokens)
+        joined.llm_token.reasoning_token = "".join(self.reasoning)
+        return joined
+
+
+class EventLog:
+    """Events in order, where consecutive tokens of one step are joined (history, persist buffer).
+
+    A joined event takes the newest number, so a replay from before the
+    tokens gets all of their text once.
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[agent_pb2.RunEvent | _TokenRun] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def events(self) -> list[agent_pb2.RunEvent]:
+        return [e.event() if isinstance(e, _TokenRun) else e for e in self._entries]
+
+    def add(self, event: agent_pb2.RunEvent) -> None:
+        if event.WhichOneof("event") != "llm_token":
+            self._entries.append(event)
+            return
+        last = self._entries[-1] if self._entries else None
+        if (
+            isinstance(last, _TokenRun)
+            and last.first.llm_token.step == event.llm_token.step
+            and last.size < TOKEN_COALESCE_BYTES
+        ):
+            last.add(event)
+            return
+        if isinstance(last, _TokenRun):
+            self._entries[-1] = last.event()  # full (or another step's): one message from now on
+        run = _TokenRun(first=event, sequence=event.sequence)
+        run.add(event)
+        self._entries.append(run)
+
+    def take(self) -> list[agent_pb2.RunEvent]:
+        """Everything so far, leaving the log empty."""
+        events = self.events
+        self._entries = []
+        return events

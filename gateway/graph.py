@@ -30,7 +30,7 @@ from agentloop.errors import AgentloopError
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway import nodes
 from gateway.acting import tool_message
-from gateway.journal import StoreUnavailable
+from gateway.journal import StoreUnavailable, describe_failure
 from gateway.run_context import RunContext
 from gateway.state import STOP_CANCELLED, STOP_ERROR, RunState, Update
 from gateway.store.base import LeaseLost, RunStatus
@@ -124,7 +124,7 @@ async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> Run
             return await _fail(state, ctx, node, exc.code.name, exc.message)
         except Exception as exc:
             log.exception("run %s: node %s failed", state.run_id, node)
-            return await _fail(state, ctx, node, "INTERNAL", f"{type(exc).__name__}: {exc}")
+            return await _fail(state, ctx, node, "INTERNAL", describe_failure(exc))
         state.apply(update)
         following = EDGES[node](state)
         duration_ms = (time.perf_counter() - started) * 1000

@@ -28,7 +28,7 @@ from gateway.store.base import CheckpointWrite, RunStatus, Store
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# How long a write is retried while the database is unreachable or busy.
+# How long a write is retried while the database is unreachable or busy (AGENTLOOP_STORE_RETRY_BUDGET_S).
 STORE_RETRY_BUDGET_S = 15.0
 # What a database that is down, restarting or busy raises (drivers' errors arrive wrapped in DBAPIError).
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -46,18 +46,37 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (
+    sqlalchemy.exc.SQLAlchemyError,
+    asyncpg.exceptions.PostgresError,
+    asyncpg.exceptions.InterfaceError,
+    sqlite3.Error,
+)
+"""Errors whose text may quote SQL and its bound parameters (user data): never shown to clients."""
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What a client may be told about an unexpected failure: never SQL text or bound parameters."""
+    if isinstance(exc, DATABASE_ERRORS):
+        return f"the database refused a write ({type(exc).__name__}); details are in the gateway log"
+    return f"{type(exc).__name__}: {exc}"
+
+
 class StoreUnavailable(Exception):
     """The database stayed unreachable for the whole retry budget; the run stops here, unrecorded.
 
-    The run remains RUNNING under this gateway's lease; once the lease expires
-    any gateway (this one included) resumes it from its last checkpoint.
+    The run stays RUNNING but this gateway stops renewing its lease; once the
+    lease expires any gateway (this one included) resumes it from its last
+    checkpoint.
     """
 
 
-async def with_store_retries(operation: Callable[[], Awaitable[T]], what: str) -> T:
-    """Run a store operation, retrying transient failures with jittered backoff for a bounded time."""
+async def with_store_retries(
+    operation: Callable[[], Awaitable[T]], what: str, budget_s: float = STORE_RETRY_BUDGET_S
+) -> T:
+    """Run a store operation, retrying transient failures with jittered backoff for `budget_s`."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + STORE_RETRY_BUDGET_S
+    deadline = loop.time() + budget_s
     delay = 0.05
     while True:
         try:
@@ -80,13 +99,43 @@ class RunJournal:
         sink: EventSink,
         cancel: asyncio.Event,
         telemetry: Telemetry | None = None,
+        retry_budget_s: float = STORE_RETRY_BUDGET_S,
     ) -> None:
         self._store = store
         self._owner = owner
+        self.owner = owner
         self._sink = sink
         self._cancel = cancel
         self._telemetry = telemetry or Telemetry.noop()
+        self._budget_s = retry_budget_s
+        self._reserving: set[asyncio.Task[None]] = set()
         self.checkpoints_written = 0
+        sink.on_reserve = self._reserve_soon
+
+    def _reserve_soon(self, upto: int) -> None:
+        """Reserve event numbers up to `upto` in the background (the sink is synchronous)."""
+        task = asyncio.get_running_loop().create_task(self._reserve(upto))
+        self._reserving.add(task)
+        task.add_done_callback(self._reserving.discard)
+
+    async def _reserve(self, upto: int) -> None:
+        try:
+            await with_store_retries(
+                lambda: self._store.reserve_sequences(self._sink.run_id, self._owner, upto),
+                "reserve event numbers",
+                self._budget_s,
+            )
+        except Exception as exc:
+            # The run's next write meets the same fault and ends or hands over the run.
+            log.warning("run %s: could not reserve event numbers: %s", self._sink.run_id, exc)
+            self._sink.reservation_failed()
+            return
+        self._sink.reserved_upto(upto)
+
+    def stop(self) -> None:
+        """Abandon background reservations (the run is over in this process)."""
+        for task in list(self._reserving):
+            task.cancel()
 
     def record(self, state: RunState, node: str, next_node: str) -> checkpoint_pb2.CheckpointRecord:
         """The fixed-size scalar part of the state after `node`."""
@@ -127,7 +176,12 @@ class RunJournal:
         new_messages: Sequence[common_pb2.Message],
         status: RunStatus | None = None,
     ) -> None:
-        """Commit the transition out of `node` with the messages it added and the events so far."""
+        """Commit the transition out of `node` with the messages it added and the events so far.
+
+        Reserves the next block of event numbers in the same write; events
+        held for the commit (a terminal one) are delivered after it.
+        """
+        reserve = self._sink.next_reservation()
         write = CheckpointWrite(
             run_id=state.run_id,
             owner=self._owner,
@@ -135,6 +189,7 @@ class RunJournal:
             new_messages=new_messages,
             events=self._sink.drain(),
             status=status,
+            sequence_reserved=reserve,
         )
         attributes = {
             "agentloop.run_id": state.run_id,
@@ -142,8 +197,12 @@ class RunJournal:
             "agentloop.next_node": next_node,
         }
         with self._telemetry.span("store write_checkpoint", attributes=attributes):
-            row = await with_store_retries(lambda: self._store.write_checkpoint(write), "checkpoint")
+            row = await with_store_retries(
+                lambda: self._store.write_checkpoint(write), "checkpoint", self._budget_s
+            )
         self.checkpoints_written += 1
+        self._sink.reserved_upto(row.sequence_reserved)
+        self._sink.stored_upto(write.record.last_sequence)
         if row.cancel_requested:
             self._cancel.set()
 
@@ -160,5 +219,7 @@ class RunJournal:
             attributes={"agentloop.run_id": run_id, "agentloop.tool_results": len(results)},
         ):
             await with_store_retries(
-                lambda: self._store.record_tool_results(run_id, self._owner, results), "tool results"
+                lambda: self._store.record_tool_results(run_id, self._owner, results),
+                "tool results",
+                self._budget_s,
             )

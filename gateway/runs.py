@@ -28,21 +28,23 @@ from agentloop.v1 import agent_pb2, common_pb2
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
 from gateway.context import calibration_of
-from gateway.events import END_OF_RUN, EventSink
+from gateway.events import RESERVE_BLOCK, EventSink
+from gateway.following import Followers
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
-from gateway.journal import RunJournal, StoreUnavailable
+from gateway.journal import RunJournal, StoreUnavailable, describe_failure
 from gateway.memory import MemoryStore
 from gateway.observe import traced_run
+from gateway.recovery import end_after_fault, end_unlaunchable, restore_state, resumed_note
 from gateway.run_context import RunContext
-from gateway.state import STOP_PAUSED, RunState
+from gateway.state import RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
+from gateway.store.hotpath import run_to_completion
 from gateway.validation import RunLikeRequest, new_turn_messages, run_config
 
 log = logging.getLogger(__name__)
 
 _QUEUE_POLL_S = 0.05
-_WATCH_POLL_S = 0.1
 
 
 @dataclass
@@ -59,6 +61,9 @@ class ActiveRun:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     start_sequence: int = 0
     """Sequence of the last event emitted before this process took the run (0 for a new run)."""
+    journal: RunJournal | None = None
+    handed_over: bool = False
+    """The run stopped here because another gateway owns it now; its outcome comes from there."""
 
 
 def default_instance_id() -> str:
@@ -82,7 +87,14 @@ class RunManager:
         self.memories = MemoryStore(engine) if engine is not None else None
         self.instance_id = settings.instance_id or default_instance_id()
         self._active: dict[str, ActiveRun] = {}
+        self._admitting = 0
+        """begin() calls between admission and launch: counted against max_active_runs."""
+        self._setting_up: set[str] = set()
+        """Runs created by begin() and not launched yet (their leases are renewed too)."""
+        self._taking: set[str] = set()
+        """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet."""
         self._thread_freed: dict[str, asyncio.Event] = {}
+        self._followers = Followers(store, self._active.get)
         self._background: set[asyncio.Task[None]] = set()
 
     @property
@@ -124,7 +136,10 @@ class RunManager:
         while True:
             await asyncio.sleep(self._settings.lease_s / 3)
             try:
-                await self._store.heartbeat(self.instance_id, self._settings.lease_s)
+                # Only what executes here: a run whose task ended without
+                # releasing it (the store gave up) must become an orphan.
+                live = [*self._active, *self._setting_up, *self._taking]
+                await self._store.heartbeat(self.instance_id, self._settings.lease_s, live)
             except Exception:
                 log.warning("lease heartbeat failed", exc_info=True)
 
@@ -152,12 +167,30 @@ class RunManager:
         """Claim runs whose owner's lease expired and continue them here."""
         claimed = await self._store.claim_orphans(self.instance_id, self._settings.lease_s, limit=16)
         for run_id in claimed:
+            if not self._take(run_id):
+                continue  # already executing (or being handed over) in this process
             log.info("adopting orphaned run %s", run_id)
             try:
-                await self._launch_existing(run_id)
-            except Exception:
-                log.exception("could not resume run %s", run_id)
+                await self._launch_existing(run_id, takeover=True)
+            except StoreUnavailable:
+                log.warning("could not resume run %s yet: the database is unavailable", run_id)
+            except Exception as exc:
+                log.exception("could not resume run %s; ending it as failed", run_id)
+                await end_unlaunchable(self._store, run_id, exc)
+            finally:
+                self._taking.discard(run_id)
         return claimed
+
+    def _take(self, run_id: str) -> bool:
+        """Mark a run as being handed to this process; False if it already is, or executes here.
+
+        Synchronous, so two coroutines of this process cannot both take one
+        run between the store's compare-and-set and the launch.
+        """
+        if run_id in self._active or run_id in self._taking:
+            return False
+        self._taking.add(run_id)
+        return True
 
     # --- access ----------------------------------------------------------------
     async def owned_run(self, run_id: str, user_id: str) -> RunRow:
@@ -187,14 +220,27 @@ class RunManager:
 
     # --- starting ----------------------------------------------------------------
     async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
-        """Validate, create (or continue) the thread, queue the run, start it when the thread is free."""
-        if len(self._active) >= self._settings.max_active_runs:
+        """Validate, create (or continue) the thread, queue the run, start it when the thread is free.
+
+        Admission counts the run before the first await, so a burst cannot
+        slip past max_active_runs. A setup that fails or is cancelled (client
+        deadline, disconnect) ends the run it created instead of leaving it
+        QUEUED or RUNNING with nobody executing it.
+        """
+        busy = len(self._active) + self._admitting
+        if busy >= self._settings.max_active_runs:
             raise ResourceExhausted(
-                f"this gateway already runs {len(self._active)} runs "
-                "(AGENTLOOP_MAX_ACTIVE_RUNS); retry later",
+                f"this gateway already runs {busy} runs (AGENTLOOP_MAX_ACTIVE_RUNS); retry later",
                 reason="TOO_MANY_RUNS",
                 retry_delay_s=1.0,
             )
+        self._admitting += 1
+        try:
+            return await self._begin(request, streaming=streaming, deadline=deadline)
+        finally:
+            self._admitting -= 1
+
+    async def _begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         run_deadline = time.monotonic() + self._settings.max_run_s
         deadline = run_deadline if deadline is None else min(deadline, run_deadline)
         config = run_config(request.options, self._settings, force_no_stream=not streaming, hooks=self.hooks)
@@ -241,59 +287,70 @@ class RunManager:
             stored.options.stream_mode = agent_pb2.STREAM_MODE_NONE
         run_id = uuid.uuid4().hex
         enqueue = request.options.concurrency == agent_pb2.CONCURRENCY_POLICY_ENQUEUE
+        self._setting_up.add(run_id)
         try:
-            # Unless it may wait, the run is created already started: a refused
-            # one is never stored, so it never shows as the thread's latest run.
-            await self._store.create_run(
-                run_id,
-                thread_id,
-                request.user_id,
-                stored.SerializeToString(),
-                owner=None if enqueue else self.instance_id,
-                lease_s=self._settings.lease_s,
-            )
-        except ThreadBusy:
-            raise Aborted(
-                f"thread {thread_id!r} already has an active run "
-                "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
-                reason="THREAD_BUSY",
-                metadata={"thread_id": thread_id},
-            ) from None
-        if enqueue:
-            await self._start_when_free(run_id, thread_id, request.options.concurrency)
-        history = await self._store.thread_messages(thread_id, user_id=request.user_id)
-        state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
-        state.messages = [
-            common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
-            *history,
-        ]
-        if previous is not None:
-            state.calibration = calibration_of(previous.record)
-        sink = EventSink(run_id, thread_id)
-        return self._launch(state, sink, specs, new_messages, START, deadline, recorded={})
+            try:
+                # Unless it may wait, the run is created already started: a refused
+                # one is never stored, so it never shows as the thread's latest run.
+                started = await self._store.create_run(
+                    run_id,
+                    thread_id,
+                    request.user_id,
+                    stored.SerializeToString(),
+                    owner=None if enqueue else self.instance_id,
+                    lease_s=self._settings.lease_s,
+                )
+            except ThreadBusy:
+                raise Aborted(
+                    f"thread {thread_id!r} already has an active run "
+                    "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
+                    reason="THREAD_BUSY",
+                    metadata={"thread_id": thread_id},
+                ) from None
+            if enqueue:
+                started = await self._start_when_free(run_id, thread_id)
+            history = await self._store.thread_messages(thread_id, user_id=request.user_id)
+            state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
+            state.messages = [
+                common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
+                *history,
+            ]
+            if previous is not None:
+                state.calibration = calibration_of(previous.record)
+            sink = EventSink(run_id, thread_id)
+            sink.reserved_upto(started.sequence_reserved)
+            return self._launch(state, sink, specs, new_messages, START, deadline, recorded={})
+        except BaseException:
+            await run_to_completion(self._abandon(run_id))
+            raise
+        finally:
+            self._setting_up.discard(run_id)
 
-    async def _start_when_free(self, run_id: str, thread_id: str, policy: int) -> None:
-        """RUNNING now, or (ENQUEUE) as soon as the thread's active run ends; REJECT → ABORTED."""
+    async def _abandon(self, run_id: str) -> None:
+        """End a run whose setup did not finish: CANCELLED, owner cleared (it may not even exist)."""
+        if run_id in self._active:
+            return  # launched after all: its task ends it
+        try:
+            row = await self._store.get_run(run_id)
+            if row is not None and not row.status.ended:
+                await self._store.set_status(run_id, RunStatus.CANCELLED)
+                log.info("run %s: setup did not finish; cancelled", run_id)
+        except Exception:
+            # Left RUNNING under this gateway at worst: no heartbeat renews it,
+            # so an orphan scan takes it over once the lease expires.
+            log.warning("run %s: could not end it after a failed setup", run_id, exc_info=True)
+
+    async def _start_when_free(self, run_id: str, thread_id: str) -> RunRow:
+        """An ENQUEUEd run: RUNNING as soon as the thread's active run ends."""
         while True:
             try:
-                await self._store.start_run(run_id, self.instance_id, self._settings.lease_s)
-                return
+                lease_s = self._settings.lease_s
+                return await self._store.start_run(run_id, self.instance_id, lease_s, reserve=RESERVE_BLOCK)
             except ThreadBusy:
-                if policy != agent_pb2.CONCURRENCY_POLICY_ENQUEUE:
-                    await self._store.set_status(run_id, RunStatus.CANCELLED)
-                    raise Aborted(
-                        f"thread {thread_id!r} already has an active run "
-                        "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
-                        reason="THREAD_BUSY",
-                        metadata={"thread_id": thread_id},
-                    ) from None
+                pass
             freed = self._thread_freed.setdefault(thread_id, asyncio.Event())
-            try:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(freed.wait(), _QUEUE_POLL_S * 10)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._store.set_status(run_id, RunStatus.CANCELLED))
-                raise
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(freed.wait(), _QUEUE_POLL_S * 10)
 
     async def resume(
         self, run_id: str, user_id: str, decisions: list[agent_pb2.ApprovalDecision] | None = None
@@ -301,36 +358,58 @@ class RunManager:
         """Continue an interrupted run here (or attach to it if it already runs here).
 
         A PAUSED run needs `decisions` for its pending calls; it becomes
-        RUNNING again and continues at its tools node on this gateway.
+        RUNNING again, in one compare-and-set that exactly one of any number
+        of concurrent Resumes (or Cancels) wins, and continues at its tools
+        node on this gateway.
         """
         row = await self.owned_run(run_id, user_id)
-        if (active := self._active.get(run_id)) is not None:
+        if (active := self._active.get(run_id)) is not None and not decisions:
             return active
         if row.status == RunStatus.PAUSED:
             approvals = await self._check_decisions(row, decisions or [])
-            await self._store.set_status(run_id, RunStatus.RUNNING)
-            if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
+            if not self._take(run_id):
                 raise FailedPrecondition(
-                    f"run {run_id!r} was resumed by another gateway",
+                    f"run {run_id!r} is being resumed already",
                     reason="RUN_OWNED_ELSEWHERE",
                     metadata={"run_id": run_id},
                 )
-            return await self._launch_existing(run_id, approvals)
+            try:
+                if not await self._store.claim_paused(run_id, self.instance_id, self._settings.lease_s):
+                    raise FailedPrecondition(
+                        f"run {run_id!r} was resumed or cancelled by another request",
+                        reason="RUN_OWNED_ELSEWHERE",
+                        metadata={"run_id": run_id},
+                    )
+                return await self._launch_existing(run_id, approvals)
+            finally:
+                self._taking.discard(run_id)
         if decisions:
-            raise InvalidArgument("decisions", f"run {run_id!r} is not waiting for approval")
+            # Valid decisions, but the run is past them (another Resume or a Cancel won it).
+            raise FailedPrecondition(f"run {run_id!r} is {row.status.value}, not waiting for approval")
+        if active is not None:
+            return active
         if row.status != RunStatus.RUNNING:
             raise FailedPrecondition(
                 f"run {run_id!r} is {row.status.value}; only a running run can be resumed",
                 reason="RUN_NOT_RESUMABLE",
                 metadata={"run_id": run_id, "status": row.status.value},
             )
-        if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
+        if not self._take(run_id):
             raise FailedPrecondition(
-                f"run {run_id!r} is owned by a live gateway ({row.owner}); use Watch",
+                f"run {run_id!r} is being resumed here already; use Watch",
                 reason="RUN_OWNED_ELSEWHERE",
                 metadata={"run_id": run_id},
             )
-        return await self._launch_existing(run_id)
+        try:
+            if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
+                raise FailedPrecondition(
+                    f"run {run_id!r} is owned by a live gateway ({row.owner}); Watch it",
+                    reason="RUN_OWNED_ELSEWHERE",
+                    metadata={"run_id": run_id},
+                )
+            return await self._launch_existing(run_id, takeover=True)
+        finally:
+            self._taking.discard(run_id)
 
     async def _check_decisions(
         self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
@@ -365,8 +444,16 @@ class RunManager:
             out[decision.tool_call_id] = decision.SerializeToString()
         return out
 
-    async def _launch_existing(self, run_id: str, approvals: dict[str, bytes] | None = None) -> ActiveRun:
-        """Rebuild a claimed run from its newest checkpoint and continue it."""
+    async def _launch_existing(
+        self, run_id: str, approvals: dict[str, bytes] | None = None, *, takeover: bool = False
+    ) -> ActiveRun:
+        """Rebuild a claimed run from its newest checkpoint and continue it.
+
+        `takeover`: the run was RUNNING under a gateway that stopped executing
+        it. Its events after the last checkpoint are gone; this process numbers
+        its own above every number the old owner may have handed out and says
+        so in a `resumed` decision event.
+        """
         row = await self._store.get_run(run_id)
         if row is None:
             raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
@@ -383,30 +470,15 @@ class RunManager:
         start, new_messages = START, new_turn_messages(request)
         state.run_message_start = len(state.messages)
         if checkpoint is not None:
-            rec = checkpoint.record
-            start, new_messages = rec.next_node or END, []
-            state.current_step = rec.current_step
-            state.llm_calls = rec.llm_calls
-            state.usage.CopyFrom(rec.usage)
-            state.stop = rec.stop
-            state.stop_reason = rec.stop_reason
-            state.final_reply = rec.final_reply
-            state.tools_used = list(rec.tools_used)
-            state.suggested_next_step = rec.suggested_next_step
-            state.hint = rec.hint
-            state.structured_output_json = rec.structured_output_json
-            state.run_message_start = rec.run_message_start + 1
-            state.awaiting_approval = rec.awaiting_approval and not approvals
-            if approvals and state.stop_reason == STOP_PAUSED:
-                state.stop_reason = ""
-            state.approvals = dict(rec.approvals)
-            state.calibration = calibration_of(rec)
+            start, new_messages = checkpoint.record.next_node or END, []
+            restore_state(state, checkpoint.record, approvals)
         state.approvals.update(approvals or {})
         recorded = await self._store.tool_results(run_id)
         state.tool_result_history = list(recorded.values())
-        sink = EventSink(run_id, row.thread_id, last_sequence=row.last_sequence)
+        sink = EventSink(run_id, row.thread_id, last_sequence=row.next_sequence_base)
         log.info("run %s resumes at %s (step %d)", run_id, start or "END", state.current_step)
-        return self._launch(state, sink, specs, new_messages, start, None, recorded)
+        note = resumed_note(row, checkpoint, state, recorded) if takeover else None
+        return self._launch(state, sink, specs, new_messages, start, None, recorded, note)
 
     def _launch(
         self,
@@ -417,13 +489,22 @@ class RunManager:
         start: str,
         deadline: float | None,
         recorded: dict[str, common_pb2.ToolResult],
+        resumed: str | None = None,
     ) -> ActiveRun:
         cancel = asyncio.Event()
+        journal = RunJournal(
+            self._store,
+            self.instance_id,
+            sink,
+            cancel,
+            self._telemetry,
+            retry_budget_s=self._settings.store_retry_budget_s,
+        )
         ctx = RunContext(
             reasoner=self._deps.reasoner,
             tools=self._deps.tools,
             sink=sink,
-            journal=RunJournal(self._store, self.instance_id, sink, cancel, self._telemetry),
+            journal=journal,
             tool_specs=specs,
             new_messages=new_messages,
             step_timeout_s=self._settings.step_timeout_s,
@@ -434,9 +515,18 @@ class RunManager:
             telemetry=self._telemetry,
         )
         active = ActiveRun(
-            state.run_id, state.thread_id, state.user_id, sink, cancel, state, start_sequence=sink.sequence
+            state.run_id,
+            state.thread_id,
+            state.user_id,
+            sink,
+            cancel,
+            state,
+            start_sequence=sink.sequence,
+            journal=journal,
         )
         self._active[state.run_id] = active
+        if resumed is not None:
+            sink.decision("resumed", resumed)
         active.task = asyncio.create_task(self._execute(active, ctx, start), name=f"run-{state.run_id}")
         return active
 
@@ -451,19 +541,28 @@ class RunManager:
             return await run_graph(active.state, ctx, start)
         except LeaseLost:
             log.warning("run %s: lease lost to another gateway; stopping here", active.run_id)
+            active.handed_over = True
             return active.state
         except asyncio.CancelledError:
             log.info("run %s: stopped in this process at its last checkpoint", active.run_id)
             raise
         except StoreUnavailable as exc:
-            # The run stays RUNNING under our lease; when it expires, any
-            # gateway resumes it from its last checkpoint.
+            # The run stays RUNNING, but its lease is no longer renewed (it left
+            # _active): once it expires, any gateway resumes it from its last
+            # checkpoint, this one's orphan scan included.
             log.error("run %s: %s; it will be resumed when the database is back", active.run_id, exc)
-            message = f"the database is unavailable ({exc}); the run will resume from its last checkpoint"
+            message = "the database is unavailable; the run will resume from its last checkpoint"
             active.state.error = ("UNAVAILABLE", message, "store")
-            active.sink.error("UNAVAILABLE", message, "store")
+            active.sink.error("UNAVAILABLE", message, "store", stored=False)
+            return active.state
+        except Exception as exc:
+            # Whatever escaped the graph (a database error nobody classified,
+            # a bug) ends the run here, once, rather than killing the task.
+            log.exception("run %s: unexpected failure; ending it as failed", active.run_id)
+            await end_after_fault(self._store, active.state, ctx, describe_failure(exc))
             return active.state
         finally:
+            ctx.journal.stop()
             self._active.pop(active.run_id, None)
             active.sink.close()
             active.done.set()
@@ -472,28 +571,9 @@ class RunManager:
                 freed.set()
 
     # --- following -------------------------------------------------------------
-    async def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
-        """Events of a local run with sequence > after_sequence: stored, then replayed, then live."""
-        queue = active.sink.subscribe()
-        try:
-            last = after_sequence
-            first_local = active.sink.history[0].sequence if active.sink.history else active.sink.sequence + 1
-            if last + 1 < first_local:
-                for event in await self._store.events(active.run_id, last, limit=first_local - last - 1):
-                    if event.sequence >= first_local:
-                        break
-                    last = event.sequence
-                    yield event
-            for event in list(active.sink.history):
-                if event.sequence > last:
-                    last = event.sequence
-                    yield event
-            while (event := await queue.get()) is not END_OF_RUN:
-                if event.sequence > last:
-                    last = event.sequence
-                    yield event
-        finally:
-            active.sink.unsubscribe(queue)
+    def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
+        """Events of a local run after `after_sequence`, then from the store if it ends elsewhere."""
+        return self._followers.follow(active, after_sequence)
 
     async def watch(
         self, run_id: str, user_id: str, after_sequence: int
@@ -502,55 +582,56 @@ class RunManager:
         if after_sequence < 0:
             raise InvalidArgument("after_sequence", "must be >= 0")
         await self.owned_run(run_id, user_id)
-        last = after_sequence
-        while True:
-            active = self._active.get(run_id)
-            if active is not None:
-                async for event in self.follow(active, last):
-                    last = event.sequence
-                    yield event
-                return
-            for event in await self._store.events(run_id, last):
-                last = event.sequence
-                yield event
-            row = await self._store.get_run(run_id)
-            if row is None or (row.status.ended and last >= row.last_sequence):
-                return
-            await asyncio.sleep(_WATCH_POLL_S)
+        async for event in self._followers.stored(run_id, after_sequence):
+            yield event
 
     # --- cancelling ----------------------------------------------------------------
     async def cancel(self, run_id: str, user_id: str) -> RunStatus:
         """Stop a run at its next safe point, wherever it executes."""
-        row = await self.owned_run(run_id, user_id)
-        if row.status == RunStatus.PAUSED:
-            # Nobody executes a paused run: finish it here, closing its pending calls.
-            await self._store.set_status(run_id, RunStatus.RUNNING)
-            if await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
-                closing = await self._launch_existing(run_id)
-                closing.cancel.set()
-                await closing.done.wait()
-            final = await self._store.get_run(run_id)
-            return final.status if final is not None else RunStatus.CANCELLED
-        if row.status.ended:
-            return row.status
-        if (active := self._active.get(run_id)) is not None:
-            active.cancel.set()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(active.done.wait(), timeout=10)
-            final = await self._store.get_run(run_id)
-            return final.status if final is not None else RunStatus.CANCELLED
-        if row.status == RunStatus.RUNNING and await self._store.claim_run(
-            run_id, self.instance_id, self._settings.lease_s
-        ):
-            # Nobody was executing it (its owner died): finish it here as cancelled,
-            # closing any tool calls it left open.
-            active = await self._launch_existing(run_id)
-            active.cancel.set()
-            await active.done.wait()
-            final = await self._store.get_run(run_id)
-            return final.status if final is not None else RunStatus.CANCELLED
-        # Queued: cancelled at once. Running elsewhere: its owner stops at its next checkpoint.
-        return (await self._store.request_cancel(run_id)).status
+        while True:
+            row = await self.owned_run(run_id, user_id)
+            if (active := self._active.get(run_id)) is not None:
+                active.cancel.set()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(active.done.wait(), timeout=10)
+                return await self._status_of(run_id)
+            if row.status.finished:
+                return row.status
+            if row.status in (RunStatus.PAUSED, RunStatus.RUNNING):
+                if not self._take(run_id):
+                    await asyncio.sleep(_QUEUE_POLL_S)  # being handed to this process: cancel it there
+                    continue
+                closing = await self._close_here(run_id, row.status)
+                if closing is None and row.status == RunStatus.PAUSED:
+                    continue  # a Resume (or another Cancel) won it: cancel wherever it runs now
+                if closing is not None:
+                    await closing.done.wait()
+                    return await self._status_of(run_id)
+            # Queued: cancelled at once. Running elsewhere: its owner stops at its next checkpoint.
+            return (await self._store.request_cancel(run_id)).status
+
+    async def _close_here(self, run_id: str, status: RunStatus) -> ActiveRun | None:
+        """Take a run nobody executes (PAUSED, or RUNNING with an expired lease) and cancel it here.
+
+        Its pending tool calls get results so the thread stays valid. None if
+        the run could not be taken (someone else has it).
+        """
+        try:
+            if status == RunStatus.PAUSED:
+                claimed = await self._store.claim_paused(run_id, self.instance_id, self._settings.lease_s)
+            else:
+                claimed = await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s)
+            if not claimed:
+                return None
+            closing = await self._launch_existing(run_id, takeover=status == RunStatus.RUNNING)
+            closing.cancel.set()
+            return closing
+        finally:
+            self._taking.discard(run_id)
+
+    async def _status_of(self, run_id: str) -> RunStatus:
+        final = await self._store.get_run(run_id)
+        return final.status if final is not None else RunStatus.CANCELLED
 
 
 def deadline_from(remaining: float | None) -> float | None:

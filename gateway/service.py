@@ -154,6 +154,8 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             if request.options.cancel_on_disconnect:
                 active.cancel.set()
             raise
+        if active.handed_over:
+            return await self._outcome_elsewhere(active)
         state = active.state
         if state.error is not None:
             code, message, node = state.error
@@ -169,6 +171,25 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             thread_id=state.thread_id,
             final=final_event(state),
             tool_results=state.tool_result_history,
+        )
+
+    async def _outcome_elsewhere(self, active: ActiveRun) -> agent_pb2.InvokeResponse:
+        """The outcome of a run another gateway took over from this one: its final or error event."""
+        outcome: agent_pb2.RunEvent | None = None
+        async for event in self.manager.follow(active, active.sink.sequence):
+            if event.WhichOneof("event") in ("final", "error"):
+                outcome = event
+        if outcome is None or outcome.WhichOneof("event") != "final":
+            error = outcome.error if outcome is not None else None
+            err = AgentloopError(f"run failed in {error.node}: {error.message}" if error else "run ended")
+            err.code = grpc.StatusCode[error.code] if error else grpc.StatusCode.ABORTED
+            raise err
+        results = await self.manager.store.tool_results(active.run_id)
+        return agent_pb2.InvokeResponse(
+            run_id=active.run_id,
+            thread_id=active.thread_id,
+            final=outcome.final,
+            tool_results=list(results.values()),
         )
 
     async def GetThread(

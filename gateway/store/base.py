@@ -77,6 +77,13 @@ class RunRow:
     last_sequence: int
     created_at: datetime
     updated_at: datetime
+    sequence_reserved: int = 0
+    """Event numbers up to here may have reached clients; a new owner numbers above it."""
+
+    @property
+    def next_sequence_base(self) -> int:
+        """Where a gateway taking the run over starts numbering: above every number ever handed out."""
+        return max(self.last_sequence, self.sequence_reserved)
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,8 @@ class CheckpointWrite:
     events: Sequence[agent_pb2.RunEvent] = ()
     status: RunStatus | None = None
     """Set to end the run (COMPLETED/FAILED/CANCELLED) in the same transaction."""
+    sequence_reserved: int = 0
+    """Raise the run's reserved event numbers to at least this (ignored when `status` ends the run)."""
 
 
 @dataclass(frozen=True)
@@ -182,11 +191,12 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def start_run(self, run_id: str, owner: str, lease_s: float) -> RunRow:
+    async def start_run(self, run_id: str, owner: str, lease_s: float, reserve: int = 0) -> RunRow:
         """QUEUED → RUNNING owned by `owner`; raises ThreadBusy while the thread has a RUNNING run.
 
         At most one RUNNING run per thread is guaranteed by the database (a
-        partial unique index), not by the caller.
+        partial unique index), not by the caller. `reserve`: event numbers
+        reserved for the owner from the start (saves it a write).
         """
         ...
 
@@ -245,8 +255,26 @@ class Store(abc.ABC):
 
     # --- ownership ---------------------------------------------------------
     @abc.abstractmethod
-    async def heartbeat(self, owner: str, lease_s: float) -> int:
-        """Renew the lease of every RUNNING run owned by `owner`; returns how many."""
+    async def heartbeat(self, owner: str, lease_s: float, run_ids: Sequence[str]) -> int:
+        """Renew the leases of those of `run_ids` that are RUNNING under `owner`; returns how many.
+
+        Only runs the caller is executing right now: a run it owns but no
+        longer executes (its setup failed, its store writes gave up) must let
+        its lease expire, so that some gateway's orphan scan takes it over.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def claim_paused(self, run_id: str, owner: str, lease_s: float) -> bool:
+        """PAUSED → RUNNING under `owner` in one compare-and-set; True for exactly one caller.
+
+        Raises ThreadBusy when the thread has another RUNNING run.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def reserve_sequences(self, run_id: str, owner: str, upto: int) -> None:
+        """Raise the run's reserved event numbers to at least `upto`; LeaseLost unless `owner` runs it."""
         ...
 
     @abc.abstractmethod

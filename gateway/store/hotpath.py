@@ -42,7 +42,7 @@ _T = TypeVar("_T")
 
 _RUN_COLUMNS = (
     "run_id, thread_id, user_id, status, request, owner, lease_expires_at,"
-    " cancel_requested, checkpoint_count, last_sequence, created_at, updated_at"
+    " cancel_requested, checkpoint_count, last_sequence, created_at, updated_at, sequence_reserved"
 )
 
 PG_WRITE_CHECKPOINT = f"""
@@ -50,6 +50,8 @@ WITH owned AS (
     UPDATE runs
     SET checkpoint_count = checkpoint_count + 1,
         last_sequence = GREATEST(last_sequence, $3::bigint),
+        sequence_reserved = CASE WHEN $4::text = '{RUNNING}'
+            THEN GREATEST(sequence_reserved, $13::bigint) ELSE GREATEST(last_sequence, $3::bigint) END,
         status = $4::text,
         owner = $5::text,
         lease_expires_at = $6::timestamptz,
@@ -80,7 +82,9 @@ WITH owned AS (
 SELECT {_RUN_COLUMNS} FROM owned
 """
 """$1 run_id, $2 owner, $3 last_sequence, $4 status, $5 new owner, $6 lease_expires_at, $7 now,
-$8 message data, $9 record, $10 delta_bytes, $11 event sequences, $12 event data."""
+$8 message data, $9 record, $10 delta_bytes, $11 event sequences, $12 event data,
+$13 sequence_reserved (the owner's new reservation; a run that ends or pauses keeps none beyond its
+last event, so Resume numbers on without a gap)."""
 
 PG_RECORD_TOOL_RESULTS = f"""
 WITH owned AS (
@@ -105,9 +109,11 @@ conflict with rows the same statement inserted."""
 
 _SQLITE_CLAIM_STEP = f"""
 UPDATE runs
-SET checkpoint_count = checkpoint_count + 1, last_sequence = max(last_sequence, ?),
-    status = ?, owner = ?, lease_expires_at = ?, updated_at = ?
-WHERE run_id = ? AND owner = ? AND status = '{RUNNING}'
+SET checkpoint_count = checkpoint_count + 1, last_sequence = max(last_sequence, ?1),
+    sequence_reserved = CASE WHEN ?2 = '{RUNNING}'
+        THEN max(sequence_reserved, ?8) ELSE max(last_sequence, ?1) END,
+    status = ?2, owner = ?3, lease_expires_at = ?4, updated_at = ?5
+WHERE run_id = ?6 AND owner = ?7 AND status = '{RUNNING}'
 RETURNING {_RUN_COLUMNS}
 """
 _SQLITE_BUMP_THREAD = (

@@ -58,6 +58,7 @@ def run_row(row: RowMapping) -> RunRow:
         last_sequence=row["last_sequence"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        sequence_reserved=row["sequence_reserved"],
     )
 
 
@@ -101,4 +102,5 @@ def sqlite_run_row(values: Sequence[Any]) -> RunRow:
         last_sequence=values[9],
         created_at=_sqlite_datetime(values[10]),
         updated_at=_sqlite_datetime(values[11]),
+        sequence_reserved=values[12],
     )

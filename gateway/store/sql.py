@@ -275,6 +275,7 @@ class SqlStore(Store):
                                 cancel_requested=False,
                                 checkpoint_count=0,
                                 last_sequence=0,
+                                sequence_reserved=0,
                                 created_at=now,
                                 updated_at=now,
                             )
@@ -291,7 +292,7 @@ class SqlStore(Store):
             raise ThreadBusy(f"thread {thread_id} already has a running run") from None
         return run_row(row)
 
-    async def start_run(self, run_id: str, owner: str, lease_s: float) -> RunRow:
+    async def start_run(self, run_id: str, owner: str, lease_s: float, reserve: int = 0) -> RunRow:
         """Raises NotFound for an unknown run and FailedPrecondition for one that is not QUEUED."""
         now = utc_now()
         try:
@@ -305,6 +306,7 @@ class SqlStore(Store):
                                 status=RUNNING,
                                 owner=owner,
                                 lease_expires_at=now + timedelta(seconds=lease_s),
+                                sequence_reserved=greatest(t.runs.c.sequence_reserved, reserve),
                                 updated_at=now,
                             )
                             .returning(*t.runs.c)
@@ -389,6 +391,7 @@ class SqlStore(Store):
                     delta_bytes,
                     [e.sequence for e in events],
                     [e.SerializeToString() for e in events],
+                    write.sequence_reserved,
                 )
             if row is None:
                 raise LeaseLost(f"run {write.run_id} is not running under owner {write.owner}")
@@ -404,6 +407,7 @@ class SqlStore(Store):
                 stamp,
                 write.run_id,
                 write.owner,
+                write.sequence_reserved,
             ),
             stamp,
             write.run_id,
@@ -529,15 +533,48 @@ class SqlStore(Store):
         return run_row(row)
 
     # --- ownership ---------------------------------------------------------
-    async def heartbeat(self, owner: str, lease_s: float) -> int:
+    async def heartbeat(self, owner: str, lease_s: float, run_ids: Sequence[str]) -> int:
+        if not run_ids:
+            return 0
         now = utc_now()
+        runs = t.runs.c
         async with self._write() as conn:
             result = await conn.execute(
                 update(t.runs)
-                .where(t.runs.c.owner == owner, t.runs.c.status == RUNNING)
+                .where(runs.run_id.in_(list(run_ids)), runs.owner == owner, runs.status == RUNNING)
                 .values(lease_expires_at=now + timedelta(seconds=lease_s))
             )
         return result.rowcount
+
+    async def claim_paused(self, run_id: str, owner: str, lease_s: float) -> bool:
+        now = utc_now()
+        runs = t.runs.c
+        try:
+            async with self._write() as conn:
+                result = await conn.execute(
+                    update(t.runs)
+                    .where(runs.run_id == run_id, runs.status == RunStatus.PAUSED.value)
+                    .values(
+                        status=RUNNING,
+                        owner=owner,
+                        lease_expires_at=now + timedelta(seconds=lease_s),
+                        updated_at=now,
+                    )
+                )
+        except IntegrityError:
+            raise ThreadBusy(f"the thread of run {run_id} already has a running run") from None
+        return result.rowcount == 1
+
+    async def reserve_sequences(self, run_id: str, owner: str, upto: int) -> None:
+        runs = t.runs.c
+        async with self._write() as conn:
+            result = await conn.execute(
+                update(t.runs)
+                .where(runs.run_id == run_id, runs.owner == owner, runs.status == RUNNING)
+                .values(sequence_reserved=greatest(runs.sequence_reserved, upto))
+            )
+        if result.rowcount != 1:
+            raise LeaseLost(f"run {run_id} is not running under owner {owner}")
 
     async def claim_run(self, run_id: str, owner: str, lease_s: float) -> bool:
         now = utc_now()

@@ -115,6 +115,8 @@ class Run(Base):
     last_sequence: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    sequence_reserved: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    """Event numbers up to here may have been handed out by an owner (revision 0003)."""
 
 
 class Message(Base):

@@ -34,7 +34,7 @@ from agentloop.scripted_model import Fault, Scenario, Script, ScriptedToolCall, 
 from agentloop.v1 import agent_pb2
 from tests.fixtures.slow_tools import LOG_ENV
 from tests.support.postgres import fresh_postgres_database
-from tests.support.stack import Stack, final_of, kinds, start_stack
+from tests.support.stack import Stack, final_of, kinds, start_stack, tokens_joined
 from tests.support.tools import make_registry
 from tests.support.waiting import assert_eventually
 
@@ -468,7 +468,7 @@ async def test_store_unreachable_for_a_few_seconds_the_run_still_finishes_fully_
             async for r in stack.agent.Watch(agent_pb2.WatchRequest(run_id=run_id, user_id="ana"), timeout=10)
         ]
         assert [(e.sequence, e.WhichOneof("event")) for e in watched] == [
-            (e.sequence, e.WhichOneof("event")) for e in events
+            (e.sequence, e.WhichOneof("event")) for e in tokens_joined(events)
         ]
     finally:
         with contextlib.suppress(Exception):

@@ -48,7 +48,9 @@ def old_checkpoint_record_class() -> Any:
 async def test_a_fresh_database_upgrades_to_head_and_again_is_a_no_op(empty_url: str) -> None:
     assert await migrate.current_revision_async(empty_url) is None
     await migrate.upgrade_async(empty_url)
-    assert await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0003_thread_scope"
+    assert (
+        await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0004_sequence_reserved"
+    )
     await migrate.upgrade_async(empty_url)
     assert await migrate.current_revision_async(empty_url) == migrate.head_revision()
     engine = make_engine(empty_url)
@@ -186,6 +188,8 @@ async def test_rows_written_at_revision_0001_read_back_after_upgrading(empty_url
         assert run.status is RunStatus.COMPLETED
         assert run.request == request
         assert run.created_at == datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
+        # Revision 0004: runs written before it have reserved nothing beyond their last event.
+        assert (run.sequence_reserved, run.next_sequence_base) == (0, 1)
         assert await store.thread_messages("t1", user_id="u1") == messages
         assert await store.tool_results("r1") == {"c1": result}
         assert await store.events("r1", 0) == [run_event]

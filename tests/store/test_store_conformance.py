@@ -509,7 +509,7 @@ async def test_an_ending_checkpoint_clears_owner_and_lease(store: SqlStore, stat
     run = await checkpoint(store, "r1", status=status, events=[event("r1", 1)])
     assert (run.status, run.owner, run.lease_expires_at, run.checkpoint_count) == (status, None, None, 1)
     assert run == await store.get_run("r1")
-    assert await store.heartbeat(A, 30) == 0
+    assert await store.heartbeat(A, 30, ["r1"]) == 0
     with pytest.raises(LeaseLost):
         await store.record_tool_results("r1", A, [common_pb2.ToolResult(tool_call_id="late")])
 
@@ -762,7 +762,7 @@ async def test_heartbeat_renews_only_the_owners_running_runs(store: SqlStore) ->
     await running(store, "r3", owner=B, lease_s=1)
     await running(store, "r4", lease_s=1)
     await store.set_status("r4", RunStatus.COMPLETED)
-    assert await store.heartbeat(A, 120) == 2
+    assert await store.heartbeat(A, 120, ["r1", "r2", "r3", "r4"]) == 2
     for run_id in ("r1", "r2"):
         run = await store.get_run(run_id)
         assert run is not None
@@ -772,7 +772,92 @@ async def test_heartbeat_renews_only_the_owners_running_runs(store: SqlStore) ->
     assert r3 is not None
     assert r3.lease_expires_at is not None
     assert r3.lease_expires_at < datetime.now(UTC) + timedelta(seconds=2)
-    assert await store.heartbeat("nobody", 30) == 0
+    assert await store.heartbeat("nobody", 30, ["r1", "r2", "r3"]) == 0
+
+
+async def test_heartbeat_renews_only_the_runs_named(store: SqlStore) -> None:
+    """A run the owner no longer executes is left to expire, so an orphan scan can take it."""
+    await running(store, "live", lease_s=1)
+    await running(store, "abandoned", lease_s=1)
+    assert await store.heartbeat(A, 120, ["live"]) == 1
+    assert await store.heartbeat(A, 120, []) == 0
+    abandoned = await store.get_run("abandoned")
+    assert abandoned is not None
+    assert abandoned.lease_expires_at is not None
+    assert abandoned.lease_expires_at < datetime.now(UTC) + timedelta(seconds=2)
+
+
+async def paused(store: SqlStore, run_id: str) -> None:
+    await running(store, run_id)
+    await checkpoint(store, run_id, status=RunStatus.PAUSED, events=[event(run_id, 1)])
+
+
+async def test_claim_paused_hands_a_paused_run_to_exactly_one_caller(
+    store: SqlStore, store_b: SqlStore
+) -> None:
+    await paused(store, "r1")
+    wins = await asyncio.gather(
+        *(s.claim_paused("r1", owner, 30) for s, owner in [(store, A), (store_b, B)] * 4)
+    )
+    assert wins.count(True) == 1
+    run = await store.get_run("r1")
+    assert run is not None
+    assert run.status is RunStatus.RUNNING
+    assert run.owner == (A if wins.index(True) % 2 == 0 else B)
+    assert run.lease_expires_at is not None
+    assert run.lease_expires_at > datetime.now(UTC)
+    # Running now: it is nobody's orphan and cannot be claimed as paused again.
+    assert await store.claim_orphans(A, 30, 10) == []
+    assert not await store.claim_paused("r1", A, 30)
+    assert not await store.claim_paused("unknown", A, 30)
+
+
+async def test_claim_paused_refuses_a_thread_that_runs_another_run(store: SqlStore) -> None:
+    await paused(store, "r1")
+    await store.create_run("r2", "thread-of-r1", USER, b"request")
+    await store.start_run("r2", A, 30)
+    with pytest.raises(ThreadBusy):
+        await store.claim_paused("r1", A, 30)
+    run = await store.get_run("r1")
+    assert run is not None
+    assert run.status is RunStatus.PAUSED
+
+
+async def test_reserved_sequences_only_grow_and_need_the_owner(store: SqlStore) -> None:
+    run = await running(store, "r1")
+    assert (run.sequence_reserved, run.next_sequence_base) == (0, 0)
+    await store.reserve_sequences("r1", A, 1024)
+    await store.reserve_sequences("r1", A, 10)
+    run = await checkpoint(store, "r1", sequence_reserved=512, events=[event("r1", 1)])
+    assert (run.last_sequence, run.sequence_reserved, run.next_sequence_base) == (1, 1024, 1024)
+    run = await checkpoint(store, "r1", sequence_reserved=2048, events=[event("r1", 2)])
+    assert run.sequence_reserved == 2048
+    with pytest.raises(LeaseLost):
+        await store.reserve_sequences("r1", B, 4096)
+    await store.create_run("r2", "thread-of-r1", USER, b"request")
+    with pytest.raises(ThreadBusy):
+        await store.start_run("r2", A, 30, reserve=64)
+    fetched = await store.get_run("r1")
+    assert fetched is not None
+    assert fetched.sequence_reserved == 2048
+
+
+async def test_start_run_can_reserve_the_first_event_numbers(store: SqlStore) -> None:
+    await store.create_thread("t1", USER)
+    await store.create_run("r1", "t1", USER, b"request")
+    run = await store.start_run("r1", A, 30, reserve=1024)
+    assert (run.sequence_reserved, run.next_sequence_base) == (1024, 1024)
+
+
+async def test_a_run_that_pauses_or_ends_keeps_no_reservation_beyond_its_last_event(store: SqlStore) -> None:
+    await running(store, "r1")
+    await store.reserve_sequences("r1", A, 1024)
+    run = await checkpoint(
+        store, "r1", status=RunStatus.PAUSED, sequence_reserved=4096, events=[event("r1", 7)]
+    )
+    assert (run.last_sequence, run.sequence_reserved, run.next_sequence_base) == (7, 7, 7)
+    with pytest.raises(LeaseLost):
+        await store.reserve_sequences("r1", A, 9999)
 
 
 async def test_claim_run_needs_an_expired_lease_or_the_same_owner(store: SqlStore, store_b: SqlStore) -> None:

@@ -22,6 +22,7 @@ from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
 from gateway.service import AgentService, Gateway
 from gateway.service import create_server as create_gateway
+from gateway.store.base import Store
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc import ToolRegistry
 from tool_svc.service import create_server as create_tools
@@ -89,6 +90,7 @@ async def start_stack(
     database_url: str | None = None,
     authenticator: Authenticator | None = None,
     service_token: str = "",
+    store: Store | None = None,
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports (addresses can be overridden to break hops)."""
     model = ScriptedModelServer(script)
@@ -115,7 +117,9 @@ async def start_stack(
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(gateway_settings, authenticator=authenticator, service_token=service_token)
+    gateway = await create_gateway(
+        gateway_settings, store=store, authenticator=authenticator, service_token=service_token
+    )
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
     return Stack(model, tools, reasoner, gateway, channel, [client.close])
 
@@ -130,3 +134,23 @@ def final_of(events: Sequence[agent_pb2.RunEvent]) -> agent_pb2.RunFinal:
     last = events[-1]
     assert last.WhichOneof("event") == "final", f"run ended with {last.WhichOneof('event')}: {last}"
     return last.final
+
+
+def tokens_joined(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
+    """Live events as a replay shows them: consecutive tokens of a step as one, numbered like the last."""
+    out: list[agent_pb2.RunEvent] = []
+    for event in events:
+        previous = out[-1] if out else None
+        if (
+            previous is not None
+            and event.WhichOneof("event") == previous.WhichOneof("event") == "llm_token"
+            and event.llm_token.step == previous.llm_token.step
+        ):
+            previous.sequence = event.sequence
+            previous.llm_token.token += event.llm_token.token
+            previous.llm_token.reasoning_token += event.llm_token.reasoning_token
+            continue
+        copy = agent_pb2.RunEvent()
+        copy.CopyFrom(event)
+        out.append(copy)
+    return out

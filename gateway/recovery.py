@@ -1,0 +1,155 @@
+"""How a run is rebuilt, how one that cannot go on still ends, and what a takeover tells clients.
+
+Two situations leave a run without its usual ending. A fault nobody
+classified (a database error, a bug) escapes the graph: the run must still
+end FAILED with one error event and a thread the next run can use, even
+though the write that failed may have left the thread with tool calls that
+have no results. And a gateway takes over a run another one stopped
+executing: its clients must learn where it picked up and which event numbers
+they will never see.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from gateway.acting import tool_message
+from gateway.context import calibration_of
+from gateway.journal import describe_failure
+from gateway.run_context import RunContext
+from gateway.state import STOP_ERROR, STOP_PAUSED, RunState
+from gateway.store.base import CheckpointRow, LeaseLost, RunRow, RunStatus, Store
+
+log = logging.getLogger(__name__)
+
+FAULT_NODE = "gateway"
+"""The node named by the error event of a run ended by an unexpected fault."""
+
+
+def restore_state(
+    state: RunState, rec: checkpoint_pb2.CheckpointRecord, approvals: dict[str, bytes] | None
+) -> None:
+    """Put a checkpoint's scalar state back into `state` (messages come from the thread)."""
+    state.current_step = rec.current_step
+    state.llm_calls = rec.llm_calls
+    state.usage.CopyFrom(rec.usage)
+    state.stop = rec.stop
+    state.stop_reason = rec.stop_reason
+    state.final_reply = rec.final_reply
+    state.tools_used = list(rec.tools_used)
+    state.suggested_next_step = rec.suggested_next_step
+    state.hint = rec.hint
+    state.structured_output_json = rec.structured_output_json
+    state.run_message_start = rec.run_message_start + 1
+    state.awaiting_approval = rec.awaiting_approval and not approvals
+    if approvals and state.stop_reason == STOP_PAUSED:
+        state.stop_reason = ""
+    state.approvals = dict(rec.approvals)
+    state.calibration = calibration_of(rec)
+
+
+def resumed_note(
+    row: RunRow,
+    checkpoint: CheckpointRow | None,
+    state: RunState,
+    recorded: dict[str, common_pb2.ToolResult],
+) -> str:
+    """The `resumed` decision's detail: where the run picks up, what was lost, which calls are open."""
+    where = "the start"
+    if checkpoint is not None:
+        where = f"checkpoint {checkpoint.index} (next node {checkpoint.record.next_node or 'END'})"
+    base = row.next_sequence_base
+    if base > row.last_sequence:
+        lost = f"events {row.last_sequence + 1}..{base} were lost with the previous owner (never reused)"
+    else:
+        lost = f"no event after {row.last_sequence} was lost"
+    note = f"resumed from {where}; {lost}"
+    open_calls = [c.id for c in state.pending_tool_calls() if c.id not in recorded]
+    done_calls = [c.id for c in state.pending_tool_calls() if c.id in recorded]
+    if open_calls:
+        note += f"; tool calls run again: {', '.join(open_calls)}"
+    if done_calls:
+        note += f"; tool calls already finished (their tool_end follows): {', '.join(done_calls)}"
+    return note
+
+
+def _unanswered(history: list[common_pb2.Message]) -> list[common_pb2.ToolCall]:
+    """Tool calls of the thread's last assistant message that no tool message answers."""
+    answered: set[str] = set()
+    for message in reversed(history):
+        if message.role == common_pb2.ROLE_TOOL:
+            answered.add(message.tool_call_id)
+            continue
+        if message.role == common_pb2.ROLE_ASSISTANT:
+            return [c for c in message.tool_calls if c.id not in answered]
+        return []
+    return []
+
+
+def _could_not_run(call: common_pb2.ToolCall, message: str) -> common_pb2.ToolResult:
+    return common_pb2.ToolResult(
+        tool_call_id=call.id,
+        name=call.name,
+        content=f"The tool call could not run: {message}",
+        is_error=True,
+        error_kind=common_pb2.TOOL_ERROR_KIND_UNAVAILABLE,
+    )
+
+
+async def end_after_fault(store: Store, state: RunState, ctx: RunContext, message: str) -> None:
+    """End the run FAILED with one error event after a fault escaped the graph.
+
+    Closes the stored thread's unanswered tool calls (what the store has, not
+    the state: the failed write may not have stored the state's last
+    messages). Falls back to forcing the status when even that write fails.
+    """
+    code = "INTERNAL"
+    state.stop, state.stop_reason = True, STOP_ERROR
+    state.error = (code, message, FAULT_NODE)
+    ctx.sink.error(code, message, FAULT_NODE)
+    try:
+        history = await store.thread_messages(state.thread_id, user_id=state.user_id)
+        recorded = await store.tool_results(state.run_id)
+        # A call that finished keeps its stored result; only calls that never ran get an error.
+        answers = [
+            recorded[call.id] if call.id in recorded else _could_not_run(call, message)
+            for call in _unanswered(history)
+        ]
+        closing = [a for a in answers if a.tool_call_id not in recorded]
+        await ctx.journal.tool_results(state.run_id, closing)
+        messages = [tool_message(r) for r in answers]
+        await ctx.journal.checkpoint(state, FAULT_NODE, "", messages, RunStatus.FAILED)
+        return
+    except LeaseLost:
+        return  # another gateway has the run now and ends it
+    except Exception as exc:
+        log.error("run %s: could not record its failure (%s)", state.run_id, describe_failure(exc))
+    await _force_failed(store, state.run_id, ctx.journal.owner, ctx.sink.sequence, code, message)
+    ctx.sink.stored_upto(ctx.sink.sequence)
+
+
+async def end_unlaunchable(store: Store, run_id: str, exc: BaseException) -> None:
+    """End a run this gateway claimed but could not rebuild (so no orphan scan retries it forever)."""
+    row = await store.get_run(run_id)
+    if row is None:
+        return
+    message = describe_failure(exc)
+    await _force_failed(store, run_id, row.owner, row.next_sequence_base + 1, "INTERNAL", message)
+
+
+async def _force_failed(
+    store: Store, run_id: str, owner: str | None, sequence: int, code: str, message: str
+) -> None:
+    """FAILED plus its error event, written directly, if `owner` still holds the run."""
+    try:
+        row = await store.get_run(run_id)
+        if row is None or row.status != RunStatus.RUNNING or row.owner != owner:
+            return
+        event = agent_pb2.RunEvent(run_id=run_id, thread_id=row.thread_id, sequence=sequence)
+        event.error.code, event.error.message, event.error.node = code, message, FAULT_NODE
+        await store.append_events(run_id, [event])
+        await store.set_status(run_id, RunStatus.FAILED)
+    except Exception as exc:
+        # Its lease is not renewed: an orphan scan takes it over later.
+        log.error("run %s: could not end it (%s)", run_id, describe_failure(exc))
