@@ -103,6 +103,8 @@ class ToolSettings:
     modules: tuple[str, ...] = ()
     sql_database: str = ""
     sql_row_limit: int = 100
+    mcp_config: str = ""
+    """Path of the JSON or TOML file declaring MCP servers whose tools are served too ("" = none)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
@@ -116,6 +118,7 @@ class ToolSettings:
             modules=modules,
             sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
             sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
+            mcp_config=_get(e, "AGENTLOOP_MCP_CONFIG", cls.mcp_config),
         )
 
 
