@@ -1,0 +1,272 @@
+"""MCP servers' tools served by the ToolService, against real MCP servers written with the SDK.
+
+A stdio server (tests/fixtures/mcp_stdio_server.py) runs as a subprocess of
+the ToolService; a streamable-HTTP server (tests/fixtures/mcp_http_server.py)
+runs as a separate process the tests can kill and restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.serving import ServerHandle
+from agentloop.settings import ToolSettings
+from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
+from tests.support.stack import final_of, start_stack
+from tests.support.waiting import assert_eventually
+from tool_svc import ToolRegistry, tool
+from tool_svc.mcp_client import mcp_servers
+from tool_svc.mcp_config import parse_mcp_config
+from tool_svc.service import create_server
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def accepting(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class HttpMcpServer:
+    """The streamable-HTTP fixture server as a process on a fixed port, restartable."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._log = log_path.open("ab")
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def spawn(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, str(FIXTURES / "mcp_http_server.py"), str(self.port)],
+            stdout=self._log,
+            stderr=self._log,
+        )
+
+    async def start(self) -> None:
+        self.spawn()
+        await assert_eventually(
+            lambda: accepting(self.port), timeout_s=30, message="MCP HTTP server did not start"
+        )
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+            self._process = None
+
+    def close(self) -> None:
+        self.stop()
+        self._log.close()
+
+
+@pytest.fixture
+async def http_server(tmp_path: Path) -> AsyncIterator[HttpMcpServer]:
+    server = HttpMcpServer(tmp_path / "mcp-http.log")
+    await server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def stdio_entry() -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(FIXTURES / "mcp_stdio_server.py")]}
+
+
+def write_config(path: Path, servers: dict[str, Any]) -> str:
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return str(path)
+
+
+@tool
+def local_note(text: str) -> str:
+    """A Python tool served next to the MCP tools."""
+    return f"noted: {text}"
+
+
+@pytest.fixture
+def config_path(tmp_path: Path, http_server: HttpMcpServer) -> str:
+    return write_config(
+        tmp_path / "mcp.json",
+        {"calc": stdio_entry(), "web": {"url": http_server.url, "ping_interval_s": 0.2}},
+    )
+
+
+async def start_tools(config: str) -> ServerHandle:
+    settings = dataclasses.replace(ToolSettings(), port=0, mcp_config=config)
+    return await create_server(settings, ToolRegistry([local_note]))
+
+
+async def execute(port: int, name: str, arguments: dict[str, Any]) -> common_pb2.ToolResult:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = tools_pb2_grpc.ToolServiceStub(channel)
+        call = common_pb2.ToolCall(id="c1", name=name, arguments_json=json.dumps(arguments))
+        request = tools_pb2.ExecuteRequest(calls=[call], timeout_seconds=20)
+        responses = [r async for r in stub.Execute(request, timeout=30)]
+    return responses[-1].finished
+
+
+async def list_tools(port: int) -> dict[str, common_pb2.ToolSpec]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        reply = await tools_pb2_grpc.ToolServiceStub(channel).ListTools(
+            tools_pb2.ListToolsRequest(), timeout=10
+        )
+    return {spec.name: spec for spec in reply.tools}
+
+
+async def test_list_tools_shows_both_servers_tools_namespaced_with_schemas(config_path: str) -> None:
+    handle = await start_tools(config_path)
+    try:
+        specs = await list_tools(handle.port)
+    finally:
+        await handle.stop(0)
+
+    assert sorted(specs) == ["calc__add", "calc__explode", "local_note", "web__shout", "web__word_count"]
+    add = json.loads(specs["calc__add"].parameters_json_schema)
+    assert add["type"] == "object"
+    assert add["properties"]["a"]["type"] == add["properties"]["b"]["type"] == "integer"
+    assert sorted(add["required"]) == ["a", "b"]
+    assert specs["calc__add"].description == "Add two integers."
+    shout = json.loads(specs["web__shout"].parameters_json_schema)
+    assert shout["properties"]["text"]["type"] == "string"
+    # "word.count" has a character model APIs refuse in tool names; it is served as word_count.
+    assert specs["web__word_count"].description.startswith("Count the words")
+
+
+async def test_agent_calls_a_stdio_and_an_http_mcp_tool_in_one_step(
+    tmp_path: Path, http_server: HttpMcpServer
+) -> None:
+    configs = parse_mcp_config(
+        {"mcpServers": {"calc": stdio_entry(), "web": {"url": http_server.url}}}, "test", {}
+    )
+    script = Script(
+        scenarios=(
+            Scenario(
+                match="both",
+                turns=(
+                    Turn(
+                        tool_calls=(
+                            ScriptedToolCall("calc__add", {"a": 2, "b": 40}),
+                            ScriptedToolCall("web__shout", {"text": "hello"}),
+                        )
+                    ),
+                    Turn(content="Sum {{tool:calc__add}}, shout {{tool:web__shout}}."),
+                ),
+            ),
+            Scenario(
+                match="explode",
+                turns=(
+                    Turn(tool_calls=(ScriptedToolCall("calc__explode", {"reason": "testing"}),)),
+                    Turn(content="It failed: {{last_tool}}"),
+                ),
+            ),
+        )
+    )
+    registry = ToolRegistry()
+    async with mcp_servers(registry, configs):
+        stack = await start_stack(script, registry)
+        try:
+            events = await stack.run("call both servers")
+            failed = await stack.run("explode please")
+        finally:
+            await stack.close()
+
+    final = final_of(events)
+    ends = [e.tool_end for e in events if e.WhichOneof("event") == "tool_end"]
+    assert {end.tool: end.result.content for end in ends} == {"calc__add": "42", "web__shout": "HELLO"}
+    assert not any(end.result.is_error for end in ends)
+    assert final.metadata.steps_taken == 1  # both MCP calls ran in the one step
+    assert final.final_reply == "Sum 42, shout HELLO."
+
+    # A tool that raises on its server becomes an error result the model reads; the run completes.
+    result = next(e.tool_end.result for e in failed if e.WhichOneof("event") == "tool_end")
+    assert result.is_error
+    assert result.error_kind == common_pb2.TOOL_ERROR_KIND_EXCEPTION
+    assert "Error executing tool explode" in result.content
+    reply = final_of(failed)
+    assert reply.metadata.stop_reason == "completed"
+    assert "Error executing tool explode" in reply.final_reply
+
+
+async def test_a_server_that_cannot_start_is_one_log_line_and_the_others_serve(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = write_config(
+        tmp_path / "mcp.json",
+        {"ghost": {"command": "agentloop-no-such-mcp-server"}, "calc": stdio_entry()},
+    )
+    with caplog.at_level(logging.INFO):
+        handle = await start_tools(config)
+        try:
+            specs = await list_tools(handle.port)
+            result = await execute(handle.port, "calc__add", {"a": 1, "b": 1})
+        finally:
+            await handle.stop(0)
+
+    assert sorted(specs) == ["calc__add", "calc__explode", "local_note"]
+    assert (result.is_error, result.content) == (False, "2")
+    about_ghost = [r for r in caplog.records if "ghost" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert len(about_ghost) == 1, [r.getMessage() for r in about_ghost]
+    line = about_ghost[0]
+    assert "\n" not in line.getMessage()
+    assert line.exc_info is None
+    assert "'agentloop-no-such-mcp-server' was not found" in line.getMessage()
+    assert "failed to start" in line.getMessage()
+
+
+async def test_http_server_restarted_is_reconnected_and_calls_work_again(
+    config_path: str, http_server: HttpMcpServer
+) -> None:
+    handle = await start_tools(config_path)
+    try:
+        before = await execute(handle.port, "web__shout", {"text": "before"})
+        assert (before.is_error, before.content) == (False, "BEFORE")
+
+        http_server.stop()
+        down = await execute(handle.port, "web__shout", {"text": "down"})
+        assert down.is_error
+        assert "MCP server 'web'" in down.content
+
+        await http_server.start()
+        outcomes: list[common_pb2.ToolResult] = []
+
+        async def probe() -> None:
+            outcomes.append(await execute(handle.port, "web__shout", {"text": "again"}))
+
+        async def works_again() -> bool:
+            await probe()
+            return not outcomes[-1].is_error
+
+        deadline = asyncio.get_running_loop().time() + 30
+        while not await works_again():
+            assert asyncio.get_running_loop().time() < deadline, outcomes[-1].content
+            await asyncio.sleep(0.1)
+        assert outcomes[-1].content == "AGAIN"
+        # The stdio server was never disturbed.
+        still = await execute(handle.port, "calc__add", {"a": 3, "b": 4})
+        assert (still.is_error, still.content) == (False, "7")
+    finally:
+        await handle.stop(0)
