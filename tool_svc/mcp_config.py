@@ -113,7 +113,8 @@ def parse_mcp_config(data: Any, source: str, environ: Mapping[str, str]) -> dict
         except ValidationError as exc:
             error = exc.errors()[0]
             field = ".".join(str(part) for part in error["loc"])
-            raise McpConfigError(f"{where}{'.' + field if field else ''}: {error['msg']}") from None
+            message = str(error["msg"]).removeprefix("Value error, ")
+            raise McpConfigError(f"{where}{'.' + field if field else ''}: {message}") from None
         parsed[name] = _expand(config, where, environ)
     return parsed
 
