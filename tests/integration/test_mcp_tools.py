@@ -120,13 +120,25 @@ async def start_tools(config: str) -> ServerHandle:
     return await create_server(settings, ToolRegistry([local_note]))
 
 
-async def execute(port: int, name: str, arguments: dict[str, Any]) -> common_pb2.ToolResult:
+async def execute_batch(
+    port: int, calls: list[tuple[str, dict[str, Any]]], timeout_s: float = 20
+) -> dict[str, common_pb2.ToolResult]:
+    """Run calls as one Execute batch; results by call id ("c0", "c1", ...)."""
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = tools_pb2_grpc.ToolServiceStub(channel)
-        call = common_pb2.ToolCall(id="c1", name=name, arguments_json=json.dumps(arguments))
-        request = tools_pb2.ExecuteRequest(calls=[call], timeout_seconds=20)
-        responses = [r async for r in stub.Execute(request, timeout=30)]
-    return responses[-1].finished
+        request = tools_pb2.ExecuteRequest(
+            calls=[
+                common_pb2.ToolCall(id=f"c{i}", name=name, arguments_json=json.dumps(arguments))
+                for i, (name, arguments) in enumerate(calls)
+            ],
+            timeout_seconds=timeout_s,
+        )
+        responses = [r async for r in stub.Execute(request, timeout=60)]
+    return {r.finished.tool_call_id: r.finished for r in responses if r.WhichOneof("event") == "finished"}
+
+
+async def execute(port: int, name: str, arguments: dict[str, Any]) -> common_pb2.ToolResult:
+    return (await execute_batch(port, [(name, arguments)]))["c0"]
 
 
 async def list_tools(port: int) -> dict[str, common_pb2.ToolSpec]:
@@ -144,7 +156,15 @@ async def test_list_tools_shows_both_servers_tools_namespaced_with_schemas(confi
     finally:
         await handle.stop(0)
 
-    assert sorted(specs) == ["calc__add", "calc__explode", "local_note", "web__shout", "web__word_count"]
+    assert sorted(specs) == [
+        "calc__add",
+        "calc__crash",
+        "calc__explode",
+        "calc__sleep_for",
+        "local_note",
+        "web__shout",
+        "web__word_count",
+    ]
     add = json.loads(specs["calc__add"].parameters_json_schema)
     assert add["type"] == "object"
     assert add["properties"]["a"]["type"] == add["properties"]["b"]["type"] == "integer"
@@ -226,7 +246,7 @@ async def test_a_server_that_cannot_start_is_one_log_line_and_the_others_serve(
         finally:
             await handle.stop(0)
 
-    assert sorted(specs) == ["calc__add", "calc__explode", "local_note"]
+    assert sorted(specs) == ["calc__add", "calc__crash", "calc__explode", "calc__sleep_for", "local_note"]
     assert (result.is_error, result.content) == (False, "2")
     about_ghost = [r for r in caplog.records if "ghost" in r.getMessage() and r.levelno >= logging.WARNING]
     assert len(about_ghost) == 1, [r.getMessage() for r in about_ghost]
@@ -270,3 +290,47 @@ async def test_http_server_restarted_is_reconnected_and_calls_work_again(
         assert (still.is_error, still.content) == (False, "7")
     finally:
         await handle.stop(0)
+
+
+async def test_mcp_calls_run_in_parallel_under_the_executors_timeout(tmp_path: Path) -> None:
+    handle = await start_tools(write_config(tmp_path / "mcp.json", {"calc": stdio_entry()}))
+    try:
+        results = await execute_batch(
+            handle.port,
+            [
+                ("calc__sleep_for", {"seconds": 30}),
+                ("calc__add", {"a": 1, "b": 2}),
+                ("calc__add", {"a": 3, "b": 4}),
+            ],
+            timeout_s=1,
+        )
+        # The abandoned call did not break the session: the server still answers.
+        after = await execute(handle.port, "calc__add", {"a": 5, "b": 6})
+    finally:
+        await handle.stop(0)
+
+    assert results["c0"].is_error
+    assert results["c0"].error_kind == common_pb2.TOOL_ERROR_KIND_TIMEOUT
+    assert [(results[c].is_error, results[c].content) for c in ("c1", "c2")] == [(False, "3"), (False, "7")]
+    assert (after.is_error, after.content) == (False, "11")
+
+
+async def test_a_stdio_server_that_dies_is_started_again(tmp_path: Path) -> None:
+    handle = await start_tools(write_config(tmp_path / "mcp.json", {"calc": stdio_entry()}))
+    try:
+        crashed = await execute(handle.port, "calc__crash", {})
+        outcomes: list[common_pb2.ToolResult] = []
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            outcomes.append(await execute(handle.port, "calc__add", {"a": 20, "b": 22}))
+            if not outcomes[-1].is_error:
+                break
+            assert "MCP server 'calc'" in outcomes[-1].content
+            assert asyncio.get_running_loop().time() < deadline, outcomes[-1].content
+            await asyncio.sleep(0.1)
+    finally:
+        await handle.stop(0)
+
+    assert crashed.is_error
+    assert "MCP server 'calc'" in crashed.content
+    assert outcomes[-1].content == "42"
