@@ -216,13 +216,16 @@ class McpConnection:
         has no ping from 2026-07-28 on), which also picks up a changed list.
         """
         while True:
+            # Checked before clearing the event, with no await in between, so no wake-up is lost.
+            if self._stopping:
+                return
+            if self._client is not client:
+                raise McpServerUnavailable("a call found the connection closed")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.config.ping_interval_s)
-            if self._stopping:
-                return
-            if self._client is None:
-                raise McpServerUnavailable("a call found the connection closed")
+            if self._stopping or self._client is not client:
+                continue
             with anyio.fail_after(self.config.connect_timeout_s):
                 listed = await self._list_tools(client)
             if [tool.name for tool in listed] != self._listed:
