@@ -20,10 +20,14 @@ from typing import Any
 
 import grpc
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.serving import ServerHandle
-from agentloop.settings import ToolSettings
+from agentloop.settings import TelemetrySettings, ToolSettings
+from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from tests.support.stack import final_of, start_stack
 from tests.support.waiting import assert_eventually
@@ -334,3 +338,30 @@ async def test_a_stdio_server_that_dies_is_started_again(tmp_path: Path) -> None
     assert crashed.is_error
     assert "MCP server 'calc'" in crashed.content
     assert outcomes[-1].content == "42"
+
+
+async def test_mcp_calls_get_the_executors_tool_spans(tmp_path: Path) -> None:
+    spans = InMemorySpanExporter()
+    telemetry = Telemetry.from_settings(
+        TelemetrySettings("test"), span_processors=[SimpleSpanProcessor(spans)]
+    )
+    settings = dataclasses.replace(
+        ToolSettings(), port=0, mcp_config=write_config(tmp_path / "mcp.json", {"calc": stdio_entry()})
+    )
+    handle = await create_server(settings, ToolRegistry(), telemetry=telemetry)
+    try:
+        await execute_batch(
+            handle.port, [("calc__add", {"a": 1, "b": 2}), ("calc__explode", {"reason": "x"})]
+        )
+    finally:
+        await handle.stop(0)
+        telemetry.shutdown()
+
+    by_name = {span.name: span for span in spans.get_finished_spans()}
+    add, explode = by_name["execute_tool calc__add"], by_name["execute_tool calc__explode"]
+    assert add.attributes is not None
+    assert add.attributes["gen_ai.tool.name"] == "calc__add"
+    assert add.status.status_code == StatusCode.UNSET
+    assert explode.status.status_code == StatusCode.ERROR
+    assert explode.attributes is not None
+    assert explode.attributes["error.type"] == "exception"
