@@ -11,6 +11,8 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -365,3 +367,38 @@ async def test_mcp_calls_get_the_executors_tool_spans(tmp_path: Path) -> None:
     assert explode.status.status_code == StatusCode.ERROR
     assert explode.attributes is not None
     assert explode.attributes["error.type"] == "exception"
+
+
+async def test_serve_tools_with_an_mcp_config_logs_one_line_for_a_server_that_cannot_start(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path / "mcp.json", {"ghost": {"command": "agentloop-no-such-mcp-server"}, "calc": stdio_entry()}
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENTLOOP_MCP_CONFIG")}
+    env["AGENTLOOP_SQL_DATABASE"] = str(tmp_path / "sample.db")
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("agentloop")),
+        *("serve", "tools", "--port", "0", "--mcp-config", config),
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        assert line.startswith("ToolService listening on port "), line
+        port = int(line.rsplit(" ", 1)[1])
+        specs = await list_tools(port)
+        result = await execute(port, "calc__add", {"a": 2, "b": 2})
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(process.communicate(), 30)
+
+    assert process.returncode == 0
+    assert {"calc__add", "calculator"} <= set(specs)
+    assert (result.is_error, result.content) == (False, "4")
+    about_ghost = [line for line in stderr.decode().splitlines() if "ghost" in line]
+    assert len(about_ghost) == 1, stderr.decode()
+    assert "MCP server 'ghost' (stdio) failed to start" in about_ghost[0]

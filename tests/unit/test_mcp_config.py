@@ -9,6 +9,7 @@ from typing import Any
 import mcp_types
 import pytest
 
+from agentloop.settings import ToolSettings
 from tool_svc.mcp_client import namespaced, result_text
 from tool_svc.mcp_config import MAX_CONFIG_BYTES, McpConfigError, load_mcp_config, parse_mcp_config
 from tool_svc.registry import NAME_PATTERN, ArgumentError, Tool, ToolRegistry
@@ -30,6 +31,11 @@ def test_stdio_and_http_servers_are_read() -> None:
     assert configs["search"].transport == "http"
     assert configs["search"].headers == {"X-Key": "k"}
     assert configs["search"].timeout_s == 5
+
+
+def test_the_config_file_comes_from_the_environment() -> None:
+    assert ToolSettings.from_env({"AGENTLOOP_MCP_CONFIG": "/etc/mcp.json"}).mcp_config == "/etc/mcp.json"
+    assert ToolSettings.from_env({}).mcp_config == ""
 
 
 def test_env_and_headers_take_variables_from_the_environment() -> None:
