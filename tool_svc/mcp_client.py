@@ -29,6 +29,7 @@ import httpx2
 import mcp_types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import ValidationError
 
 from tool_svc.mcp_config import McpServerConfig
 from tool_svc.registry import Tool, ToolRegistry
@@ -107,6 +108,15 @@ def describe_failure(exc: BaseException, config: McpServerConfig) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+def _fingerprint(tools: list[mcp_types.Tool]) -> str:
+    """What the registry entries of a tool list depend on, to notice a changed list."""
+    return json.dumps(
+        [[tool.name, tool.title, tool.description, tool.input_schema] for tool in tools],
+        sort_keys=True,
+        default=str,
+    )
+
+
 class McpConnection:
     """One MCP server: the task owning its session, and the registry entries of its tools."""
 
@@ -119,7 +129,7 @@ class McpConnection:
         self._stopping = False
         self._ever_connected = False
         self._failures = 0
-        self._listed: list[str] = []
+        self._listed = ""
         self.first_attempt = asyncio.Event()
         """Set once the first connection attempt has succeeded or failed."""
         self.connected = asyncio.Event()
@@ -132,11 +142,9 @@ class McpConnection:
 
     async def run(self) -> None:
         """Connect, serve, and reconnect with backoff until ``stop()``."""
-        delay = _BACKOFF_START_S
         while not self._stopping:
             try:
                 await self._session()
-                delay = _BACKOFF_START_S
             except Exception as exc:
                 self._report(exc)
             finally:
@@ -145,10 +153,11 @@ class McpConnection:
                 self.first_attempt.set()
             if self._stopping:
                 break
+            # Failures since the last successful connection: 0.5 s, 1 s, 2 s, ... up to 30 s.
+            delay = min(_BACKOFF_START_S * 2 ** min(max(self._failures - 1, 0), 16), _BACKOFF_MAX_S)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
-            delay = min(delay * 2, _BACKOFF_MAX_S)
 
     def stop(self) -> None:
         """Ask the owner task to close the session and end."""
@@ -228,12 +237,12 @@ class McpConnection:
                 continue
             with anyio.fail_after(self.config.connect_timeout_s):
                 listed = await self._list_tools(client)
-            if [tool.name for tool in listed] != self._listed:
+            if _fingerprint(listed) != self._listed:
                 log.info("MCP server %r changed its tools: now %d", self.name, len(listed))
                 self._publish(listed)
 
     def _publish(self, listed: list[mcp_types.Tool]) -> None:
-        self._listed = [tool.name for tool in listed]
+        self._listed = _fingerprint(listed)
         built: list[Tool] = []
         taken: set[str] = set()
         for remote in listed:
@@ -285,6 +294,11 @@ class McpConnection:
             self._dropped(client)
             raise McpServerUnavailable(
                 f"MCP server {self.name!r} closed the connection; reconnecting"
+            ) from None
+        except ValidationError as exc:
+            raise McpToolError(
+                f"{tool} answered with a result that does not follow the MCP protocol "
+                f"({exc.error_count()} problems)"
             ) from None
         except Exception as exc:
             self._dropped(client)
