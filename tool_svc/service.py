@@ -13,6 +13,7 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -26,9 +27,11 @@ from tool_svc.builtins import default_registry
 from tool_svc.executor import ResultMemo, execute
 from tool_svc.injected import InjectedValues
 from tool_svc.loader import load_modules
-from tool_svc.mcp_client import McpServers
 from tool_svc.mcp_config import load_mcp_config
 from tool_svc.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tool_svc.mcp_client import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +156,12 @@ async def create_server(
     tools = default_registry(settings) if registry is None else registry
     load_modules(tools, settings.modules)
     mcp_configs = load_mcp_config(settings.mcp_config) if settings.mcp_config else {}
-    mcp = await McpServers.start(tools, mcp_configs) if mcp_configs else None
+    mcp: McpServers | None = None
+    if mcp_configs:
+        # Imported here: the SDK takes most of a second to import, which only MCP users should pay.
+        from tool_svc.mcp_client import McpServers
+
+        mcp = await McpServers.start(tools, mcp_configs)
     servicer = ToolServicer(tools, settings, telemetry)
     try:
         handle = await build_server(
