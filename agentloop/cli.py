@@ -14,6 +14,7 @@ import dataclasses
 import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,6 +32,8 @@ from agentloop.settings import (
     gateway_addr,
 )
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from tool_svc.loader import ToolModuleError
+from tool_svc.mcp_config import McpConfigError
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -64,7 +67,14 @@ async def _serve(args: argparse.Namespace) -> None:
 
         ts = ToolSettings.from_env()
         modules = tuple(ts.modules) + tuple(args.tools or ())
-        ts = _override(ts, host=args.host, port=args.port, modules=modules, sql_database=args.sql_database)
+        ts = _override(
+            ts,
+            host=args.host,
+            port=args.port,
+            modules=modules,
+            sql_database=args.sql_database,
+            mcp_config=args.mcp_config,
+        )
         await serve_tools(ts)
     else:
         from gateway.service import serve as serve_gateway
@@ -197,7 +207,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--model", default=None, help="reasoner: default model (AGENTLOOP_MODEL)")
     serve.add_argument(
-        "--tools", action="append", metavar="MODULE", help="tools: a module of @tool functions (repeatable)"
+        "--tools",
+        action="append",
+        metavar="MODULE_OR_FILE",
+        help="tools: a module (pkg.tools) or file (./tools.py) of @tool functions (repeatable)",
+    )
+    serve.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="tools: MCP servers to serve (AGENTLOOP_MCP_CONFIG)",
+    )
+    serve.add_argument(
+        "--debug", action="store_true", help="log at DEBUG and show tracebacks of start-up errors"
     )
     serve.add_argument("--sql-database", default=None, help="tools: path of the sample SQLite database")
     serve.add_argument(
@@ -257,10 +279,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return model_main(argv[1:])
     args = _parser().parse_args(argv)
-    logs.configure("WARNING" if args.command in ("ask", "demo", "health", "db") else "INFO")
+    debug = bool(getattr(args, "debug", False))
+    logs.configure(
+        "DEBUG" if debug else "WARNING" if args.command in ("ask", "demo", "health", "db") else "INFO"
+    )
     try:
         if args.command == "serve":
-            asyncio.run(_serve(args))
+            try:
+                asyncio.run(_serve(args))
+            except (ToolModuleError, McpConfigError) as exc:
+                if debug:
+                    traceback.print_exc()
+                print(f"agentloop serve {args.service}: {exc}", file=sys.stderr)
+                return 2
             return 0
         if args.command == "ask":
             return asyncio.run(

@@ -217,6 +217,8 @@ class ToolSettings:
     sql_database: str = ""
     sql_row_limit: int = 100
     max_result_bytes: int = 1024 * 1024
+    mcp_config: str = ""
+    """Path of the JSON or TOML file declaring MCP servers whose tools are served too ("" = none)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
@@ -231,6 +233,7 @@ class ToolSettings:
             sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
             sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
             max_result_bytes=_int(e, "AGENTLOOP_MAX_RESULT_BYTES", cls.max_result_bytes, minimum=1024),
+            mcp_config=_get(e, "AGENTLOOP_MCP_CONFIG", cls.mcp_config),
         )
 
 

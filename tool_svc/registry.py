@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.validators import validator_for
 
 from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.loop_policy import LoopPolicy
 from agentloop.v1 import common_pb2
-from tool_svc.schema import function_schema
+from tool_svc.schema import FunctionSchema, function_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -227,13 +228,16 @@ class Tool:
         next_steps: Iterable[NextStep] | None = None,
         requires_approval: bool | None = None,
         loop_policy: LoopPolicy | None = None,
+        parameters: dict[str, Any] | None = None,
     ) -> None:
         options = tool_options(fn) or ToolOptions()
         self.fn = fn
         self.name: str = name or options.name or str(getattr(fn, "__name__", ""))
         if not NAME_PATTERN.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must match {NAME_PATTERN.pattern}")
-        derived = function_schema(fn, ToolContext)
+        # With ``parameters`` (a tool defined elsewhere, such as an MCP server's) that JSON schema is
+        # the contract and ``fn`` receives the validated arguments as keywords, unconverted.
+        derived = function_schema(fn, ToolContext) if parameters is None else _external_schema(parameters)
         self.description = description or options.description or derived.description
         self.timeout_s = timeout_s if timeout_s is not None else options.timeout_s
         if self.timeout_s is not None and not self.timeout_s > 0:
@@ -255,8 +259,9 @@ class Tool:
         self._implicit_none = derived.implicit_none
         self._property_names = ", ".join(derived.parameters["properties"]) or "(none)"
         self._schema_json = json.dumps(derived.parameters, ensure_ascii=False)
-        Draft202012Validator.check_schema(derived.parameters)
-        self._validator = Draft202012Validator(derived.parameters)
+        validator_class = validator_for(derived.parameters, default=Draft202012Validator)
+        validator_class.check_schema(derived.parameters)
+        self._validator = validator_class(derived.parameters)
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, fn={self.fn!r})"
@@ -371,6 +376,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Callable[..., Any] | Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._sorted_names: tuple[str, ...] = ()
+        self._external: dict[str, tuple[str, ...]] = {}
         for item in tools:
             self.register(item)
 
@@ -382,6 +388,29 @@ class ToolRegistry:
         self._tools[built.name] = built
         self._sorted_names = tuple(sorted(self._tools))
         return built
+
+    def set_external(self, source: str, tools: Iterable[Tool]) -> list[str]:
+        """Replace the tools registered for ``source`` (an MCP server, say) with ``tools``.
+
+        Sources come and go while the service runs (a server reconnects with a
+        different tool list), so this swaps their whole set at once. A tool
+        whose name is already taken by another source or a Python tool is left
+        out; the names left out are returned for the caller to report.
+        """
+        for name in self._external.pop(source, ()):
+            self._tools.pop(name, None)
+        added: list[str] = []
+        refused: list[str] = []
+        for built in tools:
+            if built.name in self._tools:
+                refused.append(built.name)
+                continue
+            self._tools[built.name] = built
+            added.append(built.name)
+        if added:
+            self._external[source] = tuple(added)
+        self._sorted_names = tuple(sorted(self._tools))
+        return refused
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None."""
@@ -401,6 +430,14 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
+
+
+def _external_schema(parameters: dict[str, Any]) -> FunctionSchema:
+    """A FunctionSchema for a tool whose arguments schema was written elsewhere (no converters)."""
+    if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+        raise ValueError("a tool's parameters schema must be a JSON object schema of type 'object'")
+    normalized = {"type": "object", "properties": {}, **parameters}
+    return FunctionSchema("", normalized, (), (), None, ())
 
 
 def _json_kind(value: Any) -> str:

@@ -12,6 +12,8 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -25,7 +27,11 @@ from tool_svc.builtins import default_registry
 from tool_svc.executor import MAX_BATCH_RESULT_BYTES, ResultMemo, execute
 from tool_svc.injected import InjectedValues
 from tool_svc.loader import load_modules
+from tool_svc.mcp_config import load_mcp_config
 from tool_svc.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tool_svc.mcp_client import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +131,20 @@ def parse_injected(request: tools_pb2.ExecuteRequest) -> InjectedValues:
         raise InvalidArgument(f"injected.{field}", problem) from None
 
 
+@dataclass
+class ToolServerHandle(ServerHandle):
+    """A started ToolService; stopping it also closes its MCP sessions (after in-flight calls)."""
+
+    mcp: McpServers | None = None
+
+    async def stop(self, grace: float | None = 5.0) -> None:
+        try:
+            await super().stop(grace)
+        finally:
+            if self.mcp is not None:
+                await self.mcp.aclose()
+
+
 async def create_server(
     settings: ToolSettings,
     registry: ToolRegistry | None = None,
@@ -135,24 +155,39 @@ async def create_server(
     """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
 
     Without ``registry`` it serves the built-in tools; the modules named in
-    ``settings.modules`` are loaded on top either way. With an
-    ``authenticator`` (see security.service_authenticator) every call but
-    health and reflection must bear the service token.
+    ``settings.modules`` are loaded on top either way, then the tools of the
+    MCP servers in ``settings.mcp_config`` (each server's first connection is
+    awaited, so they are listed from the first ListTools; one that fails is
+    logged and retried while the rest serve). With an ``authenticator`` (see
+    security.service_authenticator) every call but health and reflection must
+    bear the service token.
     """
     tools = default_registry(settings) if registry is None else registry
     load_modules(tools, settings.modules)
+    mcp_configs = load_mcp_config(settings.mcp_config) if settings.mcp_config else {}
+    mcp: McpServers | None = None
+    if mcp_configs:
+        # Imported here: the SDK takes most of a second to import, which only MCP users should pay.
+        from tool_svc.mcp_client import McpServers
+
+        mcp = await McpServers.start(tools, mcp_configs)
     servicer = ToolServicer(tools, settings, telemetry)
-    handle = await build_server(
-        lambda server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, server),
-        [SERVICE_NAME],
-        settings.host,
-        settings.port,
-        telemetry,
-        tls=tls,
-        authenticator=authenticator,
-    )
+    try:
+        handle = await build_server(
+            lambda server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, server),
+            [SERVICE_NAME],
+            settings.host,
+            settings.port,
+            telemetry,
+            tls=tls,
+            authenticator=authenticator,
+        )
+    except BaseException:
+        if mcp is not None:
+            await mcp.aclose()
+        raise
     log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
-    return handle
+    return ToolServerHandle(server=handle.server, port=handle.port, health=handle.health, mcp=mcp)
 
 
 async def serve(settings: ToolSettings) -> None:

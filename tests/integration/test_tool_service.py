@@ -438,7 +438,7 @@ async def test_unloadable_module_fails_server_creation(settings: ToolSettings) -
     broken = ToolSettings(
         port=0, modules=("tests.fixtures.no_such_module",), sql_database=settings.sql_database
     )
-    with pytest.raises(ValueError, match=r"cannot import tool module 'tests\.fixtures\.no_such_module'"):
+    with pytest.raises(ValueError, match=r"cannot find tool module 'tests\.fixtures\.no_such_module'"):
         await create_server(broken)
 
 

@@ -377,6 +377,7 @@ def test_tools_imported_from_elsewhere_are_not_registered_twice(module_dir: Path
 
         @tool
         def local() -> str:
+            "Name the imported tool."
             return word_count.__name__
         """,
     )
@@ -386,14 +387,14 @@ def test_tools_imported_from_elsewhere_are_not_registered_twice(module_dir: Path
 
 
 def test_missing_module_is_named() -> None:
-    with pytest.raises(ToolModuleError, match=r"cannot import tool module 'no_such_pkg\.tools'"):
+    with pytest.raises(ToolModuleError, match=r"cannot find tool module 'no_such_pkg\.tools'"):
         load_modules(ToolRegistry(), ["no_such_pkg.tools"])
 
 
 def test_module_failing_at_import_is_named(module_dir: Path) -> None:
     write_module(module_dir, "broken_tools", "raise RuntimeError('missing API key')\n")
     with pytest.raises(
-        ToolModuleError, match=r"'broken_tools' failed while importing: RuntimeError: missing API key"
+        ToolModuleError, match=r"broken_tools\.py:1: .*raised RuntimeError: missing API key while importing"
     ):
         load_modules(ToolRegistry(), ["broken_tools"])
 
@@ -416,7 +417,7 @@ def test_bad_tool_in_module_is_named(module_dir: Path) -> None:
             return len(values)
         """,
     )
-    with pytest.raises(ToolModuleError, match=r"tool module 'bad_tools': TypeError: .*takes_a_set.*'values'"):
+    with pytest.raises(ToolModuleError, match=r"bad_tools\.py:\d+: tool 'takes_a_set': .*'values'"):
         load_modules(ToolRegistry(), ["bad_tools"])
 
 
