@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
-.PHONY: help install proto check-proto lint format typecheck test unit bench bench-load run clean
+.PHONY: help install proto check-proto lint format typecheck test unit bench bench-load soak run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -52,6 +52,9 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path); results g
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load
+
+soak: $(STAMP) ## Soak: 30 min of mixed runs, kill -9 of every service, a 60 s reasoner outage; bench/results/soak.json
+	$(BIN)/python -m bench.soak --minutes 30
 
 run: $(STAMP) ## The demo: scripted model + three services as processes + a streamed question
 	$(BIN)/agentloop demo

@@ -189,6 +189,11 @@ def figures(
             "broken_by_code": dict(Counter(s.end for s in streams if s.end.startswith("broken"))),
             "reattached_with_watch": sum(1 for s in streams if s.rpc == "Watch"),
         },
+        "errors_seen_with_reasoner_up_5s": sum(
+            1
+            for r in records
+            if r.outcome == "error" and r.ended is not None and fleet.services["reasoner"].up_for(r.ended) > 5
+        ),
         "resumes": sum(r.resumes for r in records),
         "cancels": sum(r.cancels for r in records),
         "client_notes": dict(Counter(n for r in records for n in r.notes)),

@@ -49,6 +49,8 @@ class Service:
     logs: Path
     child: Child | None = None
     incarnations: int = 0
+    history: list[tuple[float, bool]] = field(default_factory=list)
+    """(monotonic time, up) at each start and kill."""
 
     @property
     def up(self) -> bool:
@@ -62,13 +64,24 @@ class Service:
             await asyncio.to_thread(child.stop)
             raise RuntimeError(f"{self.name} came up on port {child.port}, not {self.port}")
         self.child = child
+        self.history.append((time.monotonic(), True))
 
     async def kill(self) -> None:
         """SIGKILL: no shutdown path runs, leases and in-flight calls are left as they are."""
         child, self.child = self.child, None
         if child is not None:
+            self.history.append((time.monotonic(), False))
             child.proc.kill()
             await asyncio.to_thread(child.proc.wait)
+
+    def up_for(self, at: float) -> float:
+        """How long the service had been up at monotonic time `at` (0 when it was down)."""
+        since = 0.0
+        for when, up in self.history:
+            if when > at:
+                break
+            since = when if up else -1.0
+        return at - since if since >= 0 else 0.0
 
     async def stop(self) -> None:
         child, self.child = self.child, None
