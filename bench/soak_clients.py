@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import grpc
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
-from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 
 USER = "soak"
 TERMINAL = ("final", "error", "interrupt")
@@ -34,13 +34,20 @@ CLIENT_CHANNEL_OPTIONS = (
 )
 
 
-def _round(workload: str, step: int, width: int, seconds: float, guarded: int = 0) -> Turn:
-    """One round of `width` parallel calls; the first `guarded` ones need approval."""
+def _round(
+    workload: str, step: int, width: int, seconds: float, guarded: int = 0, plain_ids: bool = False
+) -> Turn:
+    """One round of `width` parallel calls; the first `guarded` ones need approval.
+
+    With `plain_ids` the calls are named call_0, call_1… in every round, as an
+    OpenAI-compatible server that sends no ids gets them named by the reasoner.
+    """
     return Turn(
         tool_calls=tuple(
             ScriptedToolCall(
                 "soak_guarded" if i < guarded else "soak_work",
                 {"tag": f"{workload}-s{step}c{i}", "seconds": seconds},
+                id=f"call_{i}" if plain_ids else None,
             )
             for i in range(width)
         )
@@ -55,6 +62,7 @@ def soak_script() -> Script:
         "multi": tuple(_round("multi", s, 3, 0.3) for s in range(3)),
         "approve": (_round("approve", 0, 2, 0.3, guarded=1), _round("approve", 1, 1, 0.2)),
         "cancel": tuple(_round("cancel", s, 2, 0.8) for s in range(4)),
+        "ids": tuple(_round("ids", s, 2, 0.2, plain_ids=True) for s in range(2)),
     }
     return Script(
         scenarios=tuple(
@@ -65,7 +73,7 @@ def soak_script() -> Script:
     )
 
 
-WORKLOADS = ("stream", "invoke", "multi", "approve", "cancel")
+WORKLOADS = ("stream", "invoke", "multi", "approve", "cancel", "ids")
 
 
 def ending_kind(kinds: Sequence[str]) -> str:
@@ -250,18 +258,16 @@ class Clients:
             stream.end = f"terminal:{last_kind}"
             record.outcome = last_kind
             return True
-        if await self._still_paused(record, addr):
-            # Watch after the interrupt of a run that is still paused has nothing to show.
+        if await self._paused_now(record, addr):
+            # A paused run streams nothing after its interrupt; the client decides and resumes it.
             stream.end = "paused"
             record.outcome = "interrupt"
             return True
         stream.end = "no-terminal"
         return False
 
-    async def _still_paused(self, record: RunRecord, addr: str) -> bool:
-        """Whether the last event seen is an interrupt and the run is still paused."""
-        if self.seen_ending(record) != "interrupt":
-            return False
+    async def _paused_now(self, record: RunRecord, addr: str) -> bool:
+        """Whether the run is paused (GetThread), so a stream of it rightly ends without final or error."""
         try:
             reply = await self.stub(addr).GetThread(
                 agent_pb2.GetThreadRequest(thread_id=record.thread_id, user_id=USER), timeout=5
@@ -316,6 +322,7 @@ class Clients:
 
     async def _reattach(self, record: RunRecord, rng: random.Random) -> bool:
         """Watch from the last number seen, on any gateway, until a terminal event arrives."""
+        pause = 0.15
         while True:
             kind = self.seen_ending(record)
             if kind in ("final", "error"):
@@ -328,15 +335,16 @@ class Clients:
             call = self.stub(addr).Watch(request, timeout=self.remaining())
             if await self._consume(record, call, "Watch", addr):
                 return True
-            await asyncio.sleep(0.3)
+            pause = min(2.0, pause * 2)
+            await asyncio.sleep(pause)
 
     async def _resume(self, record: RunRecord, rng: random.Random) -> None:
         """Decide the pending calls (sometimes from two clients at once) and follow the run again."""
-        pending = [
-            e.interrupt.pending
-            for e in map(agent_pb2.RunEvent.FromString, record.seen.values())
-            if e.WhichOneof("event") == "interrupt"
-        ][-1]
+        pending = await self._pending(record, rng)
+        if not pending:
+            record.notes.append("paused run without a stored interrupt")
+            await asyncio.sleep(1.0)
+            return
         verdict = rng.choice(
             [agent_pb2.ApprovalDecision.VERDICT_APPROVE, agent_pb2.ApprovalDecision.VERDICT_REJECT]
         )
@@ -361,6 +369,16 @@ class Clients:
         await asyncio.sleep(0.3)
         await self._reattach(record, rng)
 
+    async def _pending(self, record: RunRecord, rng: random.Random) -> list[common_pb2.ToolCall]:
+        """The calls waiting for a decision: those of the last interrupt the store kept."""
+        addr = rng.choice(self.gateways.addresses())
+        try:
+            events = [e async for e in stored_events(self.stub(addr), record.run_id, self.remaining())]
+        except grpc.aio.AioRpcError:
+            return []
+        interrupts = [e.interrupt for e in events if e.WhichOneof("event") == "interrupt"]
+        return list(interrupts[-1].pending) if interrupts else []
+
     async def _cancel_later(self, record: RunRecord, delay_s: float, rng: random.Random) -> None:
         await asyncio.sleep(delay_s)
         for _ in range(1200):  # the run id arrives with the run's first event
@@ -379,8 +397,10 @@ class Clients:
                 await asyncio.sleep(0.5)
 
 
-async def stored_events(stub: agent_pb2_grpc.AgentStub, run_id: str) -> AsyncIterator[agent_pb2.RunEvent]:
-    """A finished run's events as the gateway replays them from the store."""
+async def stored_events(
+    stub: agent_pb2_grpc.AgentStub, run_id: str, timeout_s: float = 30
+) -> AsyncIterator[agent_pb2.RunEvent]:
+    """A run's events as the gateway replays them from the store (then live ones until it ends or pauses)."""
     request = agent_pb2.WatchRequest(run_id=run_id, user_id=USER, after_sequence=0)
-    async for response in stub.Watch(request, timeout=30):
+    async for response in stub.Watch(request, timeout=timeout_s):
         yield response.event
