@@ -258,7 +258,7 @@ class Clients:
             stream.end = f"terminal:{last_kind}"
             record.outcome = last_kind
             return True
-        if await self._paused_now(record, addr):
+        if await self._run_status(record, addr) == agent_pb2.RUN_STATUS_PAUSED:
             # A paused run streams nothing after its interrupt; the client decides and resumes it.
             stream.end = "paused"
             record.outcome = "interrupt"
@@ -266,15 +266,17 @@ class Clients:
         stream.end = "no-terminal"
         return False
 
-    async def _paused_now(self, record: RunRecord, addr: str) -> bool:
-        """Whether the run is paused (GetThread), so a stream of it rightly ends without final or error."""
+    async def _run_status(self, record: RunRecord, addr: str) -> int:
+        """The run's status as GetThread reports it (UNSPECIFIED when it cannot be read)."""
         try:
             reply = await self.stub(addr).GetThread(
                 agent_pb2.GetThreadRequest(thread_id=record.thread_id, user_id=USER), timeout=5
             )
         except grpc.aio.AioRpcError:
-            return False
-        return bool(reply.state.run_id == record.run_id and reply.state.status == agent_pb2.RUN_STATUS_PAUSED)
+            return agent_pb2.RUN_STATUS_UNSPECIFIED
+        if reply.state.run_id != record.run_id:
+            return agent_pb2.RUN_STATUS_UNSPECIFIED
+        return int(reply.state.status)
 
     def _see(self, record: RunRecord, stream: StreamRecord, event: agent_pb2.RunEvent) -> None:
         record.run_id = record.run_id or event.run_id
@@ -335,8 +337,25 @@ class Clients:
             call = self.stub(addr).Watch(request, timeout=self.remaining())
             if await self._consume(record, call, "Watch", addr):
                 return True
+            if record.streams[-1].end == "no-terminal" and await self._ended_below(record, addr):
+                return True
             pause = min(2.0, pause * 2)
             await asyncio.sleep(pause)
+
+    async def _ended_below(self, record: RunRecord, addr: str) -> bool:
+        """A run that ended although Watch after the last number seen shows no end: stop waiting for it.
+
+        The stream that closed without an end is already on the record (streams_without_end).
+        """
+        status = await self._run_status(record, addr)
+        if status == agent_pb2.RUN_STATUS_FAILED:
+            record.outcome = "error"
+        elif status in (agent_pb2.RUN_STATUS_COMPLETED, agent_pb2.RUN_STATUS_CANCELLED):
+            record.outcome = "final"
+        else:
+            return False
+        record.notes.append("run ended, but Watch after the last number seen showed no end")
+        return True
 
     async def _resume(self, record: RunRecord, rng: random.Random) -> None:
         """Decide the pending calls (sometimes from two clients at once) and follow the run again."""
