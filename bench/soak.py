@@ -42,7 +42,7 @@ import asyncpg
 import grpc
 
 from agentloop.v1 import agent_pb2, common_pb2
-from bench.soak_checks import INVARIANTS, RunRow, check_all, read_tool_log
+from bench.soak_checks import INVARIANTS, RunRow, check_all, read_tool_log, unstored_events
 from bench.soak_clients import USER, Clients, RunRecord, soak_script, stored_events
 from bench.soak_fleet import Fleet, plan_chaos, start_fleet, unleash
 from bench.workload import percentile, publish, write_script
@@ -241,6 +241,7 @@ async def run_soak(config: SoakConfig, database_url: str, workdir: Path) -> Soak
             "executions_cut_short": sum(log.started.values()) - sum(log.finished.values()),
             "unreadable_log_lines": log.unreadable_lines,
         }
+        report["events_seen_never_stored"] = len(unstored_events(clients.records, stored))
         report["logs"] = str(workdir / "logs")
         return SoakReport(report, violations)
     finally:

@@ -10,7 +10,12 @@
   event a client saw with number n (live or through Watch) is the very event
   stored with number n;
 - streams_without_end: a stream that closed OK ended with final or error (or
-  interrupt for a paused run), and each run's stored events end that way too.
+  interrupt for a paused run), and each run's stored events end that way too;
+- lost_ends: no client saw a final or error event that the store does not hold.
+
+Events a client saw that were never stored (lost with a killed gateway, their
+numbers left unused) are counted as a figure, not a failure: a client can tell
+them from a replay.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ INVARIANTS = (
     "tool_calls_misanswered",
     "reused_event_numbers",
     "streams_without_end",
+    "lost_ends",
 )
 
 
@@ -171,10 +177,8 @@ def reused_event_numbers(
         for sequence, data in sorted(record.seen.items()):
             seen = agent_pb2.RunEvent.FromString(data)
             if sequence not in kept:
-                problems.append(
-                    f"{where}: sequence {sequence} ({seen.WhichOneof('event')}) seen, never stored"
-                )
-            elif kept[sequence].SerializeToString(deterministic=True) != data:
+                continue  # an event lost in a crash whose number stays unused: see unstored_events
+            if kept[sequence].SerializeToString(deterministic=True) != data:
                 problems.append(
                     f"{where}: sequence {sequence} seen as {seen.WhichOneof('event')}, "
                     f"stored as {kept[sequence].WhichOneof('event')} (a different event)"
@@ -185,6 +189,30 @@ def reused_event_numbers(
             if after <= before:
                 problems.append(f"run {run_id}: stored sequence {before} followed by {after}")
     return problems
+
+
+def unstored_events(
+    records: Iterable[RunRecord], stored: Mapping[str, Sequence[agent_pb2.RunEvent]]
+) -> list[str]:
+    """Events a client saw whose number the store never holds (lost when their gateway died).
+
+    Not a reused number by itself: a run may leave a lost event's number unused
+    and go on above it. A lost final or error is a failure (see lost_ends).
+    """
+    lost: list[str] = []
+    for record in records:
+        kept = {e.sequence for e in stored.get(record.run_id, ())}
+        for sequence, data in sorted(record.seen.items()):
+            if record.run_id in stored and sequence not in kept:
+                kind = agent_pb2.RunEvent.FromString(data).WhichOneof("event")
+                where = f"run {record.run_id} ({record.workload})"
+                lost.append(f"{where}: sequence {sequence} ({kind}) seen, never stored")
+    return lost
+
+
+def lost_ends(unstored: Iterable[str]) -> list[str]:
+    """A final or error a client saw that the store does not hold: it was told an end that never was."""
+    return [item for item in unstored if "(final)" in item or "(error)" in item]
 
 
 def streams_without_end(
@@ -220,10 +248,12 @@ def check_all(
     runs_of_thread: dict[str, list[RunRow]] = defaultdict(list)
     for row in rows:
         runs_of_thread[row.thread_id].append(row)
+    unstored = unstored_events(records, stored)
     return {
         "unfinished_runs": unfinished_runs(rows, left_paused),
         "tool_calls_run_twice": tool_calls_run_twice(log),
         "tool_calls_misanswered": tool_calls_misanswered(threads, runs_of_thread, log),
         "reused_event_numbers": reused_event_numbers(records, stored),
         "streams_without_end": streams_without_end(records, stored, rows),
+        "lost_ends": lost_ends(unstored),
     }

@@ -8,12 +8,14 @@ from pathlib import Path
 from agentloop.v1 import agent_pb2, common_pb2
 from bench.soak_checks import (
     RunRow,
+    lost_ends,
     read_tool_log,
     reused_event_numbers,
     streams_without_end,
     tool_calls_misanswered,
     tool_calls_run_twice,
     unfinished_runs,
+    unstored_events,
 )
 from bench.soak_clients import RunRecord, StreamRecord, ending_kind
 
@@ -110,11 +112,19 @@ def test_an_event_seen_live_but_stored_as_another_is_a_reused_number() -> None:
     ]
 
 
-def test_numbers_going_backwards_in_a_stream_and_events_never_stored_are_reported() -> None:
+def test_numbers_going_backwards_are_reported_and_lost_events_are_told_from_lost_ends() -> None:
     live = [event(1, "node_start"), event(3, "node_end"), event(2, "node_end")]
     problems = reused_event_numbers([record_of(live)], {"r1": [event(1, "node_start")]})
     assert "run r1 (stream): stream 0 (Watch on gw) went from sequence 3 to 2" in problems
-    assert "run r1 (stream): sequence 3 (node_end) seen, never stored" in problems
+    assert not any("never stored" in p for p in problems)
+    stored = {"r1": [event(1, "node_start")]}
+    assert unstored_events([record_of(live)], stored) == [
+        "run r1 (stream): sequence 2 (node_end) seen, never stored",
+        "run r1 (stream): sequence 3 (node_end) seen, never stored",
+    ]
+    assert lost_ends(unstored_events([record_of([event(1, "node_start"), event(2, "final")])], stored)) == [
+        "run r1 (stream): sequence 2 (final) seen, never stored"
+    ]
 
 
 def test_a_stream_closed_without_an_end_and_stored_events_without_one_are_reported() -> None:
