@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
-.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-peer run clean
+.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-peer soak run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -95,6 +95,9 @@ $(PEER_VENV)/.installed: $(wildcard $(PEER_BENCH)/requirements.txt)
 bench-peer: $(STAMP) $(PEER_VENV)/.installed ## LangGraph vs agentloop, same fake model, Postgres and matrix; ratio table, bench/results/peer.json (QUICK=1: smoke run)
 	$(BIN)/python -m bench.peer --peer-dir $(PEER_BENCH) --peer-python $(PEER_VENV)/bin/python \
 		--repeats $(REPEATS) $(if $(filter 1,$(QUICK)),--quick)
+
+soak: $(STAMP) ## Soak: 30 min of mixed runs, kill -9 of every service, a 60 s reasoner outage; bench/results/soak.json
+	$(BIN)/python -m bench.soak --minutes 30
 
 run: $(STAMP) ## The demo: scripted model + three services as processes + a streamed question
 	$(BIN)/agentloop demo
