@@ -46,6 +46,7 @@ from bench.soak_checks import INVARIANTS, RunRow, check_all, read_tool_log, unst
 from bench.soak_clients import USER, Clients, RunRecord, soak_script, stored_events
 from bench.soak_fleet import Fleet, plan_chaos, start_fleet, unleash
 from bench.workload import percentile, publish, write_script
+from gateway.store.scope import client_thread_id
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -106,7 +107,10 @@ async def read_runs(database_url: str) -> list[RunRow]:
         rows = await conn.fetch("SELECT run_id, thread_id, status, owner FROM runs ORDER BY created_at")
     finally:
         await conn.close()
-    return [RunRow(r["run_id"], r["thread_id"], r["status"], r["owner"] or "") for r in rows]
+    # The runs table keys threads per user; the client's id is what the Agent API takes.
+    return [
+        RunRow(r["run_id"], client_thread_id(r["thread_id"]), r["status"], r["owner"] or "") for r in rows
+    ]
 
 
 async def wait_until_drained(database_url: str, since: float, deadline: float) -> float | None:

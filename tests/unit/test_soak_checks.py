@@ -136,3 +136,28 @@ def test_a_stream_closed_without_an_end_and_stored_events_without_one_are_report
         "run r1 (stream): stream 0 (Watch on gw) closed OK after sequence 1 without final or error",
         "run r1 (completed): stored events end with node_start",
     ]
+
+
+def token(sequence: int, text: str, step: int = 1) -> agent_pb2.RunEvent:
+    e = agent_pb2.RunEvent(run_id="r1", sequence=sequence, thread_id="t1")
+    e.llm_token.token = text
+    e.llm_token.step = step
+    return e
+
+
+def test_stored_tokens_joined_under_the_last_number_match_the_live_tokens() -> None:
+    live = [event(1, "node_start"), token(2, "Hel"), token(3, "lo"), token(4, "!"), event(5, "final")]
+    stored = {"r1": [event(1, "node_start"), token(4, "Hello!"), event(5, "final")]}
+    record = record_of(live)
+    assert reused_event_numbers([record], stored) == []
+    assert unstored_events([record], stored) == []
+
+
+def test_a_stored_token_event_with_other_text_than_the_live_tokens_is_a_reused_number() -> None:
+    live = [event(1, "node_start"), token(2, "Hel"), token(3, "lo"), event(4, "final")]
+    stored = {"r1": [event(1, "node_start"), token(3, "Help"), event(4, "final")]}
+    problems = reused_event_numbers([record_of(live)], stored)
+    assert problems == ["run r1 (stream): sequence 3 seen as a token the stored event 3 does not end with"]
+    stored = {"r1": [event(1, "node_start"), token(3, "Jello"), event(4, "final")]}
+    problems = reused_event_numbers([record_of(live)], stored)
+    assert problems == ["run r1 (stream): sequence 3: stored text differs from the live tokens 2..3"]
