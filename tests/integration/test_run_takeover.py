@@ -65,8 +65,17 @@ async def test_numbers_seen_before_a_kill_are_never_reused(
     stack_and_probe: tuple[Stack, Probe], database_url: str
 ) -> None:
     stack, _ = stack_and_probe
+    fast_ended = CRASH_POINTS["during_tools"]
+    observed: list[agent_pb2.RunEvent] = []
+
+    def slow_call_open_after_fast_ended(event: agent_pb2.RunEvent) -> bool:
+        # Kill while a call is running: the fast call has ended and the slow one has started
+        # (their start events may arrive in either order on a loaded machine).
+        observed.append(event)
+        return any(fast_ended(e) for e in observed) and bool(open_calls(observed))
+
     with gateway_process(stack, database_url, "gw-numbers-1") as first:
-        seen = await run_until(first.port, CRASH_POINTS["during_tools"])
+        seen = await run_until(first.port, slow_call_open_after_fast_ended)
         kill(first)
     run_id = seen[0].run_id
     assert open_calls(seen), "the kill should come while a call is running"

@@ -192,7 +192,7 @@ async def test_a_store_error_reaches_the_client_without_sql_or_bound_values(
     events = await stack.run("remember that my pin is 4711", user_id="ana")
     error = events[-1].error
     assert (error.code, error.node) == ("INTERNAL", "memory_trigger")
-    assert "memories" in error.message  # the database's own account of what is wrong
+    assert error.message.startswith("the database refused a write (")  # the kind, never SQL or values
     assert "INSERT" not in error.message
     assert "4711" not in error.message
     assert "ana" not in error.message
