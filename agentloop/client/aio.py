@@ -104,7 +104,7 @@ class AgentClient:
         timeout: float | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[ev.Event]:
-        """Start a run and yield its events until Final, Error or Interrupt (then the stream ends).
+        """Start a run and yield its events until Final, Error or Interrupt (the stream then ends).
 
         Args:
             input: the user's message.
@@ -193,7 +193,8 @@ class AgentClient:
         timeout: float | None = None,
     ) -> AsyncIterator[ev.Event]:
         """A run's events after ``after_sequence`` (0 = all), stored ones first, then live ones,
-        until Final, Error or Interrupt. Works during and after the run, from any gateway."""
+        until the run ends or pauses (a resumed run's earlier Interrupt events are replayed
+        too). Works during and after the run, from any gateway."""
         user = self._user(user_id)
         request = _convert.watch_request(run_id, user, after_sequence)
         return self._stream(
@@ -206,10 +207,13 @@ class AgentClient:
         Reads the run's stored events (Watch from 0), so on a running run it waits until the
         run pauses or ends.
         """
-        last: ev.Event | None = None
+        found: ev.Interrupt | None = None
         async for event in self.watch(run_id, user_id=user_id):
-            last = event
-        return last if isinstance(last, ev.Interrupt) else None
+            if _still_paused(found is not None, event):
+                found = event if isinstance(event, ev.Interrupt) else found
+            else:
+                found = None
+        return found
 
     async def cancel(self, run_id: str, *, user_id: str | None = None) -> str:
         """Ask a run to stop at its next safe point; returns its status after the request
@@ -302,6 +306,7 @@ class AgentClient:
         timeout = deadline_s or self.run_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         run_id, last, failures = "", 0, 0
+        paused = False
         call = start(timeout)
         while True:
             try:
@@ -310,9 +315,12 @@ class AgentClient:
                     if run_id and event.sequence <= last:
                         continue  # already yielded before the reattach
                     run_id, last, failures = event.run_id, event.sequence, 0
+                    paused = _still_paused(paused, event)
                     yield event
-                    if event.terminal:
+                    if isinstance(event, ev.Final | ev.Error):
                         return
+                if paused:
+                    return  # the gateway ends the stream of a paused run
                 problem: ClientError | None = None
             except grpc.aio.AioRpcError as exc:
                 problem = ClientError.from_rpc(exc)
@@ -331,3 +339,12 @@ class AgentClient:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             request = _convert.watch_request(run_id, user_id, last)
             call = self._stub.Watch(request, timeout=remaining, metadata=self._metadata)
+
+
+def _still_paused(paused: bool, event: ev.Event) -> bool:
+    """Whether a run is paused after `event`: from its Interrupt until a node starts again."""
+    if isinstance(event, ev.Interrupt):
+        return True
+    if isinstance(event, ev.NodeStarted | ev.Final | ev.Error):
+        return False
+    return paused

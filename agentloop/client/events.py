@@ -26,7 +26,7 @@ class Event:
 
     @property
     def terminal(self) -> bool:
-        """True for the event that ends a stream: Final, Error or Interrupt."""
+        """True for an event that ends a run or pauses it: Final, Error or Interrupt."""
         return type(self).__name__ in TERMINAL
 
 

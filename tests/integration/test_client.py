@@ -196,7 +196,8 @@ async def test_approve_edit_reject_and_cancel_a_paused_run() -> None:
     async with running_stack(script, registry=registry) as stack, stack.client() as client:
         outcomes = []
         for decide in (approve, lambda c: edit(c, {"a": 40, "b": 2}), lambda c: reject(c, "not today")):
-            paused = [e async for e in client.run("add please", require_approval=["add"])][-1]
+            events = [e async for e in client.run("add please", require_approval=["add"])]
+            paused = next(e for e in events if isinstance(e, Interrupt))
             assert isinstance(paused, Interrupt)
             assert paused.pending[0].arguments == {"a": 1, "b": 2}
             assert await client.pending(paused.run_id) == paused
@@ -208,7 +209,8 @@ async def test_approve_edit_reject_and_cancel_a_paused_run() -> None:
         assert "not today" in outcomes[2]
         assert probe.calls["add"] == 2
 
-        paused = [e async for e in client.run("add please", require_approval=["add"])][-1]
+        events = [e async for e in client.run("add please", require_approval=["add"])]
+        paused = next(e for e in events if isinstance(e, Interrupt))
         assert await client.cancel(paused.run_id) == "CANCELLED"
         tail = [e async for e in client.watch(paused.run_id, after_sequence=paused.sequence)]
         assert isinstance(tail[-1], Final)
