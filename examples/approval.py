@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from _harness import RpcError, Session, collect, run_example, show
+from _harness import RpcError, Session, collect, run_example, show, unique
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
@@ -57,14 +57,14 @@ async def decide(
 
 async def main(session: Session) -> None:
     print("1. the run pauses before add runs:")
-    paused = await start(session, "approval-1")
+    paused = await start(session, unique("approval-1"))
     thread = await session.agent.GetThread(
-        agent_pb2.GetThreadRequest(thread_id="approval-1", user_id="ana"), timeout=10
+        agent_pb2.GetThreadRequest(thread_id=unique("approval-1"), user_id="ana"), timeout=10
     )
     status = agent_pb2.RunStatus.Name(thread.state.status)
     print(f"  GetThread: status={status} next_node={thread.state.next_node}")
     try:
-        another = agent_pb2.RunRequest(input="hi", user_id="ana", thread_id="approval-1")
+        another = agent_pb2.RunRequest(input="hi", user_id="ana", thread_id=unique("approval-1"))
         await collect(session.agent.Run(another, timeout=30))
     except RpcError as exc:
         print(f"  a new run on that thread: {exc.code().name}")
@@ -72,15 +72,15 @@ async def main(session: Session) -> None:
     await decide(session.agent, paused, APPROVE)
 
     print("2. EDIT runs the call with other arguments:")
-    paused = await start(session, "approval-2")
+    paused = await start(session, unique("approval-2"))
     await decide(session.agent, paused, EDIT, arguments_json='{"a": 40, "b": 2}')
 
     print("3. REJECT gives the model the reason instead of a result:")
-    paused = await start(session, "approval-3")
+    paused = await start(session, unique("approval-3"))
     await decide(session.agent, paused, REJECT, reason="not today")
 
     print("4. Cancel ends a paused run:")
-    paused = await start(session, "approval-4")
+    paused = await start(session, unique("approval-4"))
     cancel = agent_pb2.CancelRequest(run_id=paused.run_id, user_id="ana")
     reply = await session.agent.Cancel(cancel, timeout=30)
     print(f"  Cancel: {agent_pb2.RunStatus.Name(reply.status)}; the run's last events (Watch):")
