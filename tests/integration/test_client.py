@@ -31,6 +31,7 @@ from agentloop.client import (
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.testing import running_stack
 from tests.support.tools import make_registry
+from tool_svc import ToolContext, tool
 
 pytestmark = pytest.mark.integration
 
@@ -301,3 +302,27 @@ async def test_the_sync_client_works_from_a_thread_without_a_loop() -> None:
     assert isinstance(final, Final)
     assert "hello there" in final.reply
     assert status == "COMPLETED"
+
+
+async def test_a_tools_idempotency_key_is_scoped_to_its_run() -> None:
+    keys: list[tuple[str, str]] = []
+
+    @tool
+    def create_ticket(title: str, ctx: ToolContext) -> str:
+        """Open a ticket (records the key it would use).
+
+        Args:
+            title: what the ticket is about.
+        """
+        keys.append((ctx.idempotency_key, ctx.tool_call_id))
+        return "opened"
+
+    call = ScriptedToolCall("create_ticket", {"title": "printer"}, id="call_0")  # an id endpoints reuse
+    script = Script(
+        scenarios=(Scenario(match="ticket", turns=(Turn(tool_calls=(call,)), Turn(content="ok"))),)
+    )
+    async with running_stack(script, tools=[create_ticket]) as stack, stack.client() as client:
+        first = await client.invoke("ticket please")
+        second = await client.invoke("ticket please")
+    assert [call_id for _, call_id in keys] == ["call_0", "call_0"]  # the model's id repeats across runs
+    assert [key for key, _ in keys] == [f"{first.run_id}:call_0", f"{second.run_id}:call_0"]
