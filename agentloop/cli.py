@@ -200,7 +200,9 @@ def _parser() -> argparse.ArgumentParser:
 
     dev = sub.add_parser("dev", help="reasoner, tools and gateway in one process, tools reloaded on change")
     dev.add_argument("--tools", action="append", metavar="MODULE_OR_FILE", help="a tool module (repeatable)")
-    dev.add_argument("--port", type=int, default=None, help="gateway port (default AGENTLOOP_PORT or 50050)")
+    dev.add_argument(
+        "--port", type=int, default=None, help="gateway port (default AGENTLOOP_GATEWAY_PORT or 50050)"
+    )
     dev.add_argument("--script", default=None, help="scripted model's script (JSON); default the demo")
     return parser
 
