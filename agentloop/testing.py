@@ -30,7 +30,7 @@ import grpc
 
 from agentloop.client import AgentClient
 from agentloop.scripted_model import Script, ScriptedModelServer
-from agentloop.security import Authenticator
+from agentloop.security import Authenticator, TlsSettings
 from agentloop.serving import ServerHandle
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
@@ -121,6 +121,7 @@ async def start_stack(
     reasoner_overrides: dict[str, Any] | None = None,
     database_url: str | None = None,
     authenticator: Authenticator | None = None,
+    tls: TlsSettings | None = None,
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports; ``Stack.close()`` stops them.
 
@@ -132,6 +133,9 @@ async def start_stack(
         gateway_overrides / reasoner_overrides: GatewaySettings / ReasonerSettings fields.
         database_url: the gateway's database; default a throwaway SQLite file.
         authenticator: turn on bearer-token authentication.
+        tls: serve every hop over TLS: its cert_file / key_file (and client_ca_file for mutual
+            TLS) for the three servers, its ca_file / client_cert_file / client_key_file for the
+            gateway's calls to the other two.
     """
     registry = default_registry(ToolSettings()) if registry is None else registry
     for fn in tools:
@@ -143,7 +147,7 @@ async def start_stack(
         database_url = f"sqlite+aiosqlite:///{home}/agentloop.db"
     model = ScriptedModelServer(script)
     await model.start()
-    tool_server = await create_tools(dataclasses.replace(ToolSettings(), port=0), registry)
+    tool_server = await create_tools(dataclasses.replace(ToolSettings(), port=0), registry, tls=tls)
     reasoner_fields: dict[str, Any] = {
         "port": 0,
         "base_url": reasoner_base_url or model.base_url,
@@ -151,7 +155,7 @@ async def start_stack(
         **(reasoner_overrides or {}),
     }
     reasoner_settings = dataclasses.replace(ReasonerSettings(), **reasoner_fields)
-    reasoner, openai_client = await create_reasoner(reasoner_settings)
+    reasoner, openai_client = await create_reasoner(reasoner_settings, tls=tls)
     closers.append(openai_client.close)
     gateway_fields: dict[str, Any] = {
         "port": 0,
@@ -162,7 +166,7 @@ async def start_stack(
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(gateway_settings, authenticator=authenticator)
+    gateway = await create_gateway(gateway_settings, tls=tls, authenticator=authenticator)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
     return Stack(model, tool_server, reasoner, gateway, channel, closers, home)
 

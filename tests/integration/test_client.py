@@ -29,7 +29,9 @@ from agentloop.client import (
     reject,
 )
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.security import Authenticator, TlsSettings
 from agentloop.testing import running_stack
+from tests.support.certs import make_certs
 from tests.support.tools import make_registry
 from tool_svc import ToolContext, tool
 
@@ -326,3 +328,32 @@ async def test_a_tools_idempotency_key_is_scoped_to_its_run() -> None:
         second = await client.invoke("ticket please")
     assert [call_id for _, call_id in keys] == ["call_0", "call_0"]  # the model's id repeats across runs
     assert [key for key, _ in keys] == [f"{first.run_id}:call_0", f"{second.run_id}:call_0"]
+
+
+async def test_the_client_sends_its_token_and_speaks_mutual_tls(tmp_path: Path) -> None:
+    certs = make_certs(tmp_path)
+    tls = TlsSettings(
+        cert_file=str(certs.server_cert),
+        key_file=str(certs.server_key),
+        client_ca_file=str(certs.ca),
+        ca_file=str(certs.ca),
+        client_cert_file=str(certs.client_cert),
+        client_key_file=str(certs.client_key),
+    )
+    client_tls = TlsSettings(
+        ca_file=str(certs.ca), client_cert_file=str(certs.client_cert), client_key_file=str(certs.client_key)
+    )
+    auth = Authenticator(tokens={"t-ana": "ana"})
+    async with running_stack(authenticator=auth, tls=tls) as stack:
+        async with AgentClient(stack.address, token="t-ana", tls=client_tls) as client:
+            result = await client.invoke("hello over TLS", thread_id="tls-1")
+            assert "hello over TLS" in result.reply
+            assert (await client.get_thread("tls-1")).user_id == "ana"  # the token decided the user
+        async with AgentClient(stack.address, token="wrong", tls=client_tls) as client:
+            with pytest.raises(ClientError) as refused:
+                await client.get_thread("tls-1")
+            assert refused.value.code == "UNAUTHENTICATED"
+        async with AgentClient(stack.address, token="t-ana", tls=TlsSettings()) as client:  # plaintext
+            with pytest.raises(ClientError) as plaintext:
+                await client.get_thread("tls-1", user_id="ana")
+            assert plaintext.value.code == "UNAVAILABLE"
