@@ -26,6 +26,24 @@ ENV |= {"GRPC_VERBOSITY": "ERROR", "PYTHONUNBUFFERED": "1"}
 ENV.pop("PYTHONPATH", None)
 
 
+DOCS = EXAMPLES.parent / "docs"
+UNIQUE_SUFFIX = re.compile(r"-[0-9a-f]{8}\b")
+"""What `unique()` appends to ids in the examples; the pages show the ids without it."""
+
+
+def printed_on_its_page(name: str) -> list[str] | None:
+    """The lines a docs page says `examples/<name>.py --self-contained` prints, if a page does."""
+    for page in DOCS.glob("*.md"):
+        text = page.read_text()
+        start = text.find(f"Run it: `python examples/{name}.py --self-contained`")
+        if start < 0 or "It prints" not in text[start:]:
+            continue
+        block = re.search(r"```\w*\n(.*?)```", text[text.index("It prints", start) :], re.DOTALL)
+        assert block is not None, f"{page.name}: no block after 'It prints'"
+        return block.group(1).splitlines()
+    return None
+
+
 def example(
     name: str, cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -47,6 +65,13 @@ def test_every_feature_has_an_example() -> None:
 def test_example_runs_self_contained_and_twice_against_a_running_stack(name: str, tmp_path: Path) -> None:
     alone = example(name, tmp_path, "--self-contained")
     assert alone.returncode == 0, alone.stderr
+    shown = printed_on_its_page(name)
+    if shown is not None:  # the feature page quotes what the example prints
+        printed = [UNIQUE_SUFFIX.sub("", line) for line in alone.stdout.splitlines()]
+        if name == "serial_tools":  # parallel calls start in either order
+            assert sorted(printed) == sorted(shown)
+        else:
+            assert printed == shown
 
     script = tmp_path / "script.json"
     script.write_text(example(name, tmp_path, "--print-script").stdout)
