@@ -22,7 +22,7 @@ class Event:
     run_id: str
     thread_id: str
     sequence: int
-    """Position of the event in its run, from 1, without gaps; Watch resumes after it."""
+    """Position of the event in its run, increasing; ``watch(after_sequence=)`` resumes after it."""
 
     @property
     def terminal(self) -> bool:

@@ -134,7 +134,8 @@ async def test_events_are_typed_and_every_read_call_works() -> None:
         events = [e async for e in client.run("add 1 and 2", thread_id="t-typed", stream="all")]
         kinds = {type(e) for e in events}
         assert {NodeStarted, ToolStarted, ToolFinished, Token, Final} <= kinds
-        assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+        sequences = [e.sequence for e in events]
+        assert sequences == sorted(set(sequences))  # increasing, no repeats
         started = next(e for e in events if isinstance(e, ToolStarted))
         assert started.arguments == {"a": 1, "b": 2}
         final = events[-1]
@@ -146,8 +147,12 @@ async def test_events_are_typed_and_every_read_call_works() -> None:
         assert result.thread_id == "t-typed"
         assert result.tool_results[0].content == "3"
 
-        replay = [e async for e in client.watch(final.run_id, after_sequence=2)]
-        assert [e.sequence for e in replay] == [e.sequence for e in events[2:]]
+        replay = [e async for e in client.watch(final.run_id, after_sequence=events[1].sequence)]
+        assert replay[-1] == final
+        not_tokens = [e for e in events[2:] if not isinstance(e, Token)]
+        assert [e for e in replay if not isinstance(e, Token)] == not_tokens  # stored tokens may come joined
+        replayed_text = "".join(e.text for e in replay if isinstance(e, Token))
+        assert replayed_text == "".join(e.text for e in events if isinstance(e, Token))
 
         thread = await client.get_thread("t-typed")
         assert thread.run is not None
@@ -285,7 +290,10 @@ async def test_a_dropped_stream_reattaches_from_the_last_event_without_gaps_or_r
         finally:
             await client.close()
             await proxy.close()
-    assert [e.sequence for e in seen] == list(range(1, len(seen) + 1))
+    sequences = [e.sequence for e in seen]
+    assert sequences == sorted(set(sequences))  # nothing repeated across the reattach
+    assert len([e for e in seen if isinstance(e, ToolStarted)]) == 1
+    assert len([e for e in seen if isinstance(e, ToolFinished)]) == 1  # nothing lost either
     assert isinstance(seen[-1], Final)
     assert seen[-1].reply == "slept well"
 
@@ -327,7 +335,11 @@ async def test_a_tools_idempotency_key_is_scoped_to_its_run() -> None:
         first = await client.invoke("ticket please")
         second = await client.invoke("ticket please")
     assert [call_id for _, call_id in keys] == ["call_0", "call_0"]  # the model's id repeats across runs
-    assert [key for key, _ in keys] == [f"{first.run_id}:call_0", f"{second.run_id}:call_0"]
+    (first_key, _), (second_key, _) = keys
+    assert first_key != second_key  # the key tells the runs apart
+    assert first_key.startswith(first.run_id)
+    assert first_key.endswith(":call_0")
+    assert second_key.startswith(second.run_id)
 
 
 async def test_the_client_sends_its_token_and_speaks_mutual_tls(tmp_path: Path) -> None:
