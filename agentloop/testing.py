@@ -36,6 +36,7 @@ from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
 from gateway.service import AgentService, Gateway
 from gateway.service import create_server as create_gateway
+from gateway.store.base import Store
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc import ToolRegistry
 from tool_svc.builtins import default_registry
@@ -122,6 +123,7 @@ async def start_stack(
     database_url: str | None = None,
     authenticator: Authenticator | None = None,
     tls: TlsSettings | None = None,
+    store: Store | None = None,
 ) -> Stack:
     """Start model, tools, reasoner and gateway on free ports; ``Stack.close()`` stops them.
 
@@ -132,6 +134,7 @@ async def start_stack(
         reasoner_base_url / reasoner_addr: point a hop elsewhere (a real model, a dead port).
         gateway_overrides / reasoner_overrides: GatewaySettings / ReasonerSettings fields.
         database_url: the gateway's database; default a throwaway SQLite file.
+        store: an open store for the gateway instead (database_url is then unused).
         authenticator: turn on bearer-token authentication.
         tls: serve every hop over TLS: its cert_file / key_file (and client_ca_file for mutual
             TLS) for the three servers, its ca_file / client_cert_file / client_key_file for the
@@ -166,7 +169,7 @@ async def start_stack(
         **(gateway_overrides or {}),
     }
     gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(gateway_settings, tls=tls, authenticator=authenticator)
+    gateway = await create_gateway(gateway_settings, store=store, tls=tls, authenticator=authenticator)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
     return Stack(model, tool_server, reasoner, gateway, channel, closers, home)
 
