@@ -3,7 +3,9 @@
 agentloop serve reasoner|tools|gateway [--port N]   one service, one process
 agentloop model-server [--port N] [--script F]      the scripted OpenAI-compatible model
 agentloop ask "question"                            stream a run from a gateway
+agentloop thread|runs|watch|cancel|approve|...      one command per gateway RPC (docs/cli.md)
 agentloop demo                                      all of the above, as separate processes
+agentloop dev --tools ./my_tools.py                 the three services in one process
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
-from agentloop import logs
-from agentloop.render import EventRenderer
+from agentloop import commands, logs
+from agentloop.commands.ask import ask as ask  # `agentloop.cli.ask` for the demo and older callers
 from agentloop.security import TlsSettings, open_channel
 from agentloop.settings import (
     GatewaySettings,
@@ -29,9 +31,7 @@ from agentloop.settings import (
     SettingError,
     StartupError,
     ToolSettings,
-    gateway_addr,
 )
-from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from tool_svc.loader import ToolModuleError
 from tool_svc.mcp_config import McpConfigError
 
@@ -41,12 +41,6 @@ if TYPE_CHECKING:
     SettingsT = TypeVar("SettingsT", bound=DataclassInstance)
 else:
     SettingsT = TypeVar("SettingsT")
-
-STREAM_MODES = {
-    "final": agent_pb2.STREAM_MODE_FINAL_ONLY,
-    "all": agent_pb2.STREAM_MODE_ALL_STEPS,
-    "none": agent_pb2.STREAM_MODE_NONE,
-}
 
 
 def _override(settings: SettingsT, **changes: object) -> SettingsT:
@@ -89,39 +83,6 @@ async def _serve(args: argparse.Namespace) -> None:
             max_steps=args.max_steps,
         )
         await serve_gateway(gs)
-
-
-async def ask(
-    question: str,
-    addr: str,
-    *,
-    max_steps: int = 0,
-    stream_mode: str = "final",
-    thread_id: str = "",
-    user_id: str = "",
-    show_nodes: bool = False,
-    timeout_s: float | None = None,
-    token: str = "",
-) -> int:
-    """Stream one run from the gateway at `addr` to stdout; 0 when it ended with an answer."""
-    renderer = EventRenderer(show_nodes=show_nodes)
-    request = agent_pb2.RunRequest(
-        input=question,
-        thread_id=thread_id,
-        user_id=user_id,
-        options=agent_pb2.RunOptions(max_steps=max_steps, stream_mode=STREAM_MODES[stream_mode]),
-    )
-    token = token or os.environ.get("AGENTLOOP_TOKEN", "")
-    metadata = (("authorization", f"Bearer {token}"),) if token else None
-    async with open_channel(addr, TlsSettings.from_env()) as channel:
-        stub = agent_pb2_grpc.AgentStub(channel)
-        try:
-            async for response in stub.Run(request, timeout=timeout_s, metadata=metadata):
-                renderer.handle(response.event)
-        except grpc.aio.AioRpcError as exc:
-            print(f"error [{exc.code().name}]: {exc.details()}", file=sys.stderr)
-            return 2
-    return 0 if renderer.final is not None else 1
 
 
 async def health(addr: str, service: str, timeout_s: float) -> int:
@@ -237,16 +198,7 @@ def _parser() -> argparse.ArgumentParser:
         "model-server", help="run the scripted OpenAI-compatible model server (--help for options)"
     )
 
-    ask_p = sub.add_parser("ask", help="ask a gateway a question and stream the answer")
-    ask_p.add_argument("question")
-    ask_p.add_argument("--gateway", default=None, help="gateway host:port (AGENTLOOP_GATEWAY_ADDR)")
-    ask_p.add_argument("--max-steps", type=int, default=0)
-    ask_p.add_argument("--stream", choices=sorted(STREAM_MODES), default="final", help="which steps stream")
-    ask_p.add_argument("--thread", default="", help="thread id to label the run with")
-    ask_p.add_argument("--user", default="", help="user id to label the run with")
-    ask_p.add_argument("--nodes", action="store_true", help="also print node_start/node_end events")
-    ask_p.add_argument("--timeout", type=float, default=None, help="deadline for the whole run, seconds")
-    ask_p.add_argument("--token", default="", help="bearer token (AGENTLOOP_TOKEN)")
+    commands.add_parsers(sub)
 
     db = sub.add_parser("db", help="database schema and retention")
     db.add_argument("action", choices=["upgrade", "current", "prune", "wait"])
@@ -267,7 +219,14 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="start the scripted model and the three services, then ask")
     demo.add_argument("question", nargs="?", default=None)
-    demo.add_argument("--stream", choices=sorted(STREAM_MODES), default="final")
+    demo.add_argument("--stream", choices=["all", "final", "none"], default="final")
+
+    dev = sub.add_parser("dev", help="reasoner, tools and gateway in one process, tools reloaded on change")
+    dev.add_argument("--tools", action="append", metavar="MODULE_OR_FILE", help="a tool module (repeatable)")
+    dev.add_argument(
+        "--port", type=int, default=None, help="gateway port (default AGENTLOOP_GATEWAY_PORT or 50050)"
+    )
+    dev.add_argument("--script", default=None, help="scripted model's script (JSON); default the demo")
     return parser
 
 
@@ -281,7 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     logs.configure(
-        "DEBUG" if debug else "WARNING" if args.command in ("ask", "demo", "health", "db") else "INFO"
+        "DEBUG"
+        if debug
+        else "WARNING"
+        if args.command in {"demo", "health", "db", *commands.NAMES}
+        else "INFO"
     )
     try:
         if args.command == "serve":
@@ -293,20 +256,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"agentloop serve {args.service}: {exc}", file=sys.stderr)
                 return 2
             return 0
-        if args.command == "ask":
-            return asyncio.run(
-                ask(
-                    args.question,
-                    args.gateway or gateway_addr(),
-                    max_steps=args.max_steps,
-                    stream_mode=args.stream,
-                    thread_id=args.thread,
-                    user_id=args.user,
-                    show_nodes=args.nodes,
-                    timeout_s=args.timeout,
-                    token=args.token,
-                )
-            )
+        if args.command in commands.NAMES:
+            return asyncio.run(commands.dispatch(args))
+        if args.command == "dev":
+            from agentloop.dev import run_dev
+
+            return run_dev(args.tools or (), args.port, args.script)
         if args.command == "db":
             return asyncio.run(database(args))
         if args.command == "health":

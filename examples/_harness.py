@@ -1,10 +1,14 @@
 """What every example shares: finding the gateway, `--self-contained`, and printing events.
 
-An example is an async function that talks to a gateway through an `agent_pb2_grpc.AgentStub`.
-`run_example` connects it to the gateway at AGENTLOOP_GATEWAY_ADDR (default 127.0.0.1:50050), or,
-with `--self-contained`, first starts the whole stack in this process (scripted model, reasoner,
-tool service with the test tools, gateway on a throwaway SQLite file) with the example's script, so
-the feature happens every time, then stops it.
+An example is an async function that talks to a gateway through an `agent_pb2_grpc.AgentStub`
+(the wire contract the feature pages describe) or `agentloop.client`. `run_example` connects it
+to the gateway at AGENTLOOP_GATEWAY_ADDR (default 127.0.0.1:50050), or, with `--self-contained`,
+first starts the whole stack in this process (`agentloop.testing`: scripted model, reasoner, tool
+service with the tools of example_tools.py and caller_tools.py, gateway on a throwaway SQLite
+file) with the example's script, so the feature happens every time, then stops it.
+`--print-script` prints that script as JSON, for `agentloop dev --script` (a running stack that
+behaves like the self-contained one). Thread and user ids get a suffix unique to each run
+(`unique`), so an example can run any number of times against the same gateway.
 """
 
 from __future__ import annotations
@@ -20,22 +24,26 @@ import json
 import logging
 import sys
 import tempfile
+import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc
 
+from agentloop.client import AgentClient
 from agentloop.scripted_model import Script, ScriptedModelServer
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 
-REPO = Path(__file__).resolve().parent.parent
 DEFAULT_GATEWAY_ADDR = "127.0.0.1:50050"
+TOOL_MODULES = ("example_tools", "caller_tools")
+"""The examples' tool modules (next to this file): what --self-contained serves."""
+RUN_TAG = uuid.uuid4().hex[:8]
 
-# Run from a checkout: its packages, and tests/support for --self-contained, come from the repository.
-if str(REPO) not in sys.path:
-    sys.path.insert(1, str(REPO))
+
+def unique(name: str) -> str:
+    """`name` with a suffix of this run, so thread and user ids never collide with an earlier run."""
+    return f"{name}-{RUN_TAG}"
 
 
 @dataclass
@@ -43,6 +51,7 @@ class Session:
     """What an example gets: a stub on the gateway, and the scripted model when self-contained."""
 
     agent: agent_pb2_grpc.AgentStub
+    client: AgentClient
     model: ScriptedModelServer | None = None
     """Only with --self-contained: lets an example show what the model was sent."""
 
@@ -66,7 +75,13 @@ def run_example(
         action="store_true",
         help="start the scripted model, reasoner, tools and gateway in this process first",
     )
+    parser.add_argument(
+        "--print-script", action="store_true", help="print the scripted model's script (for agentloop dev)"
+    )
     args = parser.parse_args()
+    if args.print_script:
+        print(json.dumps(script.to_dict(), indent=2))
+        return
     if args.self_contained:
         asyncio.run(_self_contained(example, script, tools, gateway or {}))
         return
@@ -80,24 +95,29 @@ def run_example(
 
 
 async def _connect(example: Example, addr: str, model: ScriptedModelServer | None = None) -> None:
-    async with grpc.aio.insecure_channel(addr) as channel:
-        await example(Session(agent_pb2_grpc.AgentStub(channel), model))
+    async with grpc.aio.insecure_channel(addr) as channel, AgentClient(addr, token="") as client:
+        await example(Session(agent_pb2_grpc.AgentStub(channel), client, model))
 
 
 async def _self_contained(
     example: Example, script: Script, tools: Sequence[Callable[..., Any]], gateway: dict[str, Any]
 ) -> None:
-    from tests.support.stack import start_stack
-    from tests.support.tools import make_registry
+    from agentloop.settings import ToolSettings
+    from agentloop.testing import start_stack
+    from tool_svc.builtins import default_registry
+    from tool_svc.loader import load_modules
 
     # The services' own logs (a tool's traceback, say) would mix with the example's output.
     logging.getLogger().addHandler(logging.NullHandler())
-    registry, _probe = make_registry()
-    for fn in tools:
-        registry.register(fn)
+    registry = default_registry(ToolSettings())
+    load_modules(registry, TOOL_MODULES)
     with tempfile.TemporaryDirectory(prefix="agentloop-example-") as tmp:
         stack = await start_stack(
-            script, registry, database_url=f"sqlite+aiosqlite:///{tmp}/gateway.db", gateway_overrides=gateway
+            script,
+            registry,
+            tools=tools,
+            database_url=f"sqlite+aiosqlite:///{tmp}/gateway.db",
+            gateway_overrides=gateway,
         )
         try:
             await _connect(example, f"127.0.0.1:{stack.gateway.port}", stack.model)

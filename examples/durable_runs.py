@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from _harness import RpcError, Session, collect, run_example, show
+from _harness import RpcError, Session, collect, run_example, show, unique
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 
 ANA = "ana"
+T1, T2, T3 = unique("t1"), unique("t2"), unique("t3")  # threads of this run only
 
 
 def sleep_for(seconds: float) -> Turn:
@@ -54,39 +55,37 @@ async def wait_until_ended(session: Session, thread_id: str) -> agent_pb2.GetThr
 
 async def main(session: Session) -> None:
     print("1. the client leaves mid-run; the run goes on, and Watch picks it up again:")
-    seen = await start_and_leave(session, agent_pb2.RunRequest(input="nap", user_id=ANA, thread_id="t1"))
+    seen = await start_and_leave(session, agent_pb2.RunRequest(input="nap", user_id=ANA, thread_id=T1))
     print(f"  left after event {seen.sequence} (tool_start {seen.tool_start.tool})")
     watch = agent_pb2.WatchRequest(run_id=seen.run_id, user_id=ANA, after_sequence=seen.sequence)
     show(await collect(session.agent.Watch(watch, timeout=30)), only=("tool_end", "final"))
 
     print("2. the thread and its checkpoints:")
     pages = await session.agent.ListCheckpoints(
-        agent_pb2.ListCheckpointsRequest(thread_id="t1", user_id=ANA), timeout=10
+        agent_pb2.ListCheckpointsRequest(thread_id=T1, user_id=ANA), timeout=10
     )
     print(f"  checkpoints: {' -> '.join(c.node for c in pages.checkpoints)}")
     after_tools = next(c for c in pages.checkpoints if c.node == "tools")
     as_of = await session.agent.GetThread(
-        agent_pb2.GetThreadRequest(thread_id="t1", user_id=ANA, checkpoint_id=after_tools.checkpoint_id)
+        agent_pb2.GetThreadRequest(thread_id=T1, user_id=ANA, checkpoint_id=after_tools.checkpoint_id)
     )
     where = f"{after_tools.node} (step {after_tools.step})"
     print(f"  as of {where}: {len(as_of.messages)} messages, next node {as_of.state.next_node}")
-    again = agent_pb2.RunRequest(input="and now?", user_id=ANA, thread_id="t1")
+    again = agent_pb2.RunRequest(input="and now?", user_id=ANA, thread_id=T1)
     show(await collect(session.agent.Run(again, timeout=30)), only=("final",))
-    thread = await session.agent.GetThread(agent_pb2.GetThreadRequest(thread_id="t1", user_id=ANA))
+    thread = await session.agent.GetThread(agent_pb2.GetThreadRequest(thread_id=T1, user_id=ANA))
     print(f"  GetThread: {len(thread.messages)} messages, latest run {status_name(thread.state.status)}")
 
     print("3. a second run on a busy thread: REJECT (the default), then ENQUEUE:")
-    busy = await start_and_leave(session, agent_pb2.RunRequest(input="long nap", user_id=ANA, thread_id="t2"))
+    busy = await start_and_leave(session, agent_pb2.RunRequest(input="long nap", user_id=ANA, thread_id=T2))
     try:
-        await collect(session.agent.Run(agent_pb2.RunRequest(input="hello", user_id=ANA, thread_id="t2")))
+        await collect(session.agent.Run(agent_pb2.RunRequest(input="hello", user_id=ANA, thread_id=T2)))
     except RpcError as exc:
         print(f"  REJECT: {exc.code().name}: {exc.details()}")
     enqueue = agent_pb2.RunOptions(concurrency=agent_pb2.CONCURRENCY_POLICY_ENQUEUE)
     queued = asyncio.create_task(
         collect(
-            session.agent.Run(
-                agent_pb2.RunRequest(input="hello", user_id=ANA, thread_id="t2", options=enqueue)
-            )
+            session.agent.Run(agent_pb2.RunRequest(input="hello", user_id=ANA, thread_id=T2, options=enqueue))
         )
     )
     await asyncio.sleep(0.5)
@@ -98,9 +97,9 @@ async def main(session: Session) -> None:
     print("4. cancel_on_disconnect=True: leaving cancels the run:")
     leave = agent_pb2.RunOptions(cancel_on_disconnect=True)
     await start_and_leave(
-        session, agent_pb2.RunRequest(input="long nap", user_id=ANA, thread_id="t3", options=leave)
+        session, agent_pb2.RunRequest(input="long nap", user_id=ANA, thread_id=T3, options=leave)
     )
-    thread = await wait_until_ended(session, "t3")
+    thread = await wait_until_ended(session, T3)
     status, reason = status_name(thread.state.status), thread.state.metadata.stop_reason
     print(f"  GetThread: latest run {status}, stop_reason={reason}")
 

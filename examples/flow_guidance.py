@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _harness import Session, collect, run_example, show, system_messages_sent
+from _harness import Session, collect, run_example, show, system_messages_sent, unique
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
@@ -38,7 +38,7 @@ SCRIPT = Script(
 async def main(session: Session) -> None:
     print("1. the SQL flow, with guidance (the default):")
     request = agent_pb2.RunRequest(
-        input="Who are our first three customers?", user_id="ana", thread_id="flow-demo"
+        input="Who are our first three customers?", user_id="ana", thread_id=unique("flow-demo")
     )
     show(await collect(session.agent.Run(request, timeout=30)), only=("tool_start", "decision", "final"))
     if session.model is not None:
@@ -46,7 +46,7 @@ async def main(session: Session) -> None:
             hints = [t for t in system_messages_sent(session.model, i) if t.startswith("Suggested")]
             print(f"  model call {i + 1} got: {hints[0] if hints else '(no hint)'}")
     thread = await session.agent.GetThread(
-        agent_pb2.GetThreadRequest(thread_id="flow-demo", user_id="ana"), timeout=10
+        agent_pb2.GetThreadRequest(thread_id=unique("flow-demo"), user_id="ana"), timeout=10
     )
     stored = sum("Suggested next step" in m.content for m in thread.messages)
     print(f"  messages in the thread: {len(thread.messages)}, of which hints: {stored}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from _harness import Session, collect, run_example, show
+from _harness import Session, collect, run_example, show, unique
 from caller_tools import caller_info
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
@@ -40,7 +40,7 @@ async def main(session: Session) -> None:
     print(f"schema properties: {properties}; injected_parameters: {list(spec.injected_parameters)}")
 
     print("1. the model calls caller_info(topic='me'); the gateway fills in the rest:")
-    request = agent_pb2.RunRequest(input="who am i?", user_id="ana", thread_id="injected-demo")
+    request = agent_pb2.RunRequest(input="who am i?", user_id="ana", thread_id=unique("injected-demo"))
     show(await collect(session.agent.Run(request, timeout=30)), only=("tool_start", "tool_end"))
 
     print("2. the model tries to set user='admin' itself:")
@@ -49,4 +49,4 @@ async def main(session: Session) -> None:
 
 
 if __name__ == "__main__":
-    run_example(main, SCRIPT, tools=[caller_info])
+    run_example(main, SCRIPT)

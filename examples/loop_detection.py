@@ -2,39 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-
 from _harness import Session, collect, run_example, show
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
-from tool_svc import LoopPolicy, tool
-
-_polls: Counter[str] = Counter()
-
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: which key.
-    """
-    return f"value-for-{key}"
-
-
-@tool(loop_policy=LoopPolicy(repeat_budget=3, volatile_result_fields=("checked_at",)))
-def poll_job(job: str) -> str:
-    """The state of a job. Polling repeats on purpose, so the tool declares a budget of 3 unchanged
-    repeats, and its timestamp as volatile.
-
-    Args:
-        job: the job id ("nightly" finishes on its third poll, "stuck" never does).
-    """
-    _polls[job] += 1
-    state = "done" if job == "nightly" and _polls[job] >= 3 else "running"
-    return json.dumps({"job": job, "state": state, "checked_at": f"12:00:{_polls[job]:02d}"})
 
 
 def call(name: str, arguments: dict[str, object] | str) -> Turn:
@@ -98,4 +69,4 @@ async def main(session: Session) -> None:
 
 
 if __name__ == "__main__":
-    run_example(main, SCRIPT, tools=(lookup, poll_job))
+    run_example(main, SCRIPT)

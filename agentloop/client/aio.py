@@ -1,0 +1,350 @@
+"""`AgentClient`: the asyncio client of the agentloop gateway.
+
+    async with AgentClient("127.0.0.1:50050") as client:
+        async for event in client.run("What is 2 + 2?", thread_id="t1"):
+            if isinstance(event, Token):
+                print(event.text, end="")
+
+Every method speaks client values (agentloop.client.events), never generated messages.
+Streams (run, resume, watch) reattach by themselves: when the connection breaks after the
+run's first event, the client calls Watch(run_id, after_sequence=<last seen>) and goes on,
+so no event is lost or repeated. A break before the first event is raised (ClientError):
+the client cannot know whether the gateway started the run until the wire contract gives
+Run a request id that makes a retry idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import grpc
+
+from agentloop.client import _convert
+from agentloop.client import events as ev
+from agentloop.client.errors import RETRYABLE, ClientError, Unsupported
+from agentloop.security import TlsSettings, open_channel
+from agentloop.settings import gateway_addr
+from agentloop.v1 import agent_pb2_grpc
+
+OpenStream = Callable[[float | None], Any]
+"""Starts a server-streaming call with the given timeout; returns the call (an async iterable)."""
+
+
+class AgentClient:
+    """A connection to one gateway (or a load-balanced set of replicas).
+
+    Args:
+        address: host:port, an ip:port list or dns:///name:port; default AGENTLOOP_GATEWAY_ADDR
+            (127.0.0.1:50050).
+        token: bearer token sent as ``authorization: Bearer <token>`` on every call; default
+            AGENTLOOP_TOKEN. With authentication on, the token decides the user.
+        tls: certificates for a TLS gateway; default from AGENTLOOP_TLS_CA (and
+            AGENTLOOP_TLS_CLIENT_CERT/KEY for mutual TLS). Plaintext when no CA is set.
+        user_id: the user of every call unless a call names another (ignored by a gateway
+            that authenticates: there the token's user applies).
+        timeout: deadline in seconds of the short calls (get_thread, cancel, memories, ...).
+        run_timeout: deadline of a whole run, resume or watch, reattaches included;
+            None waits as long as the run lasts.
+        reattach_attempts: how many times in a row a broken stream is reattached before
+            the error is raised.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        token: str | None = None,
+        tls: TlsSettings | None = None,
+        user_id: str = "",
+        timeout: float = 30.0,
+        run_timeout: float | None = None,
+        reattach_attempts: int = 5,
+        reattach_backoff_s: float = 0.2,
+    ) -> None:
+        self.address = address or gateway_addr()
+        token = os.environ.get("AGENTLOOP_TOKEN", "") if token is None else token
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self._channel = open_channel(self.address, TlsSettings.from_env() if tls is None else tls)
+        self._stub = agent_pb2_grpc.AgentStub(self._channel)
+        self.user_id = user_id
+        self.timeout = timeout
+        self.run_timeout = run_timeout
+        self.reattach_attempts = reattach_attempts
+        self.reattach_backoff_s = reattach_backoff_s
+
+    async def __aenter__(self) -> AgentClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection; streams still open end with a ClientError (CANCELLED)."""
+        await self._channel.close()
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        input: str,
+        *,
+        thread_id: str = "",
+        user_id: str | None = None,
+        system: str | None = None,
+        model: str | None = None,
+        max_steps: int | None = None,
+        stream: str = "final",
+        tools: Sequence[str] | None = None,
+        output_schema: Mapping[str, Any] | str | None = None,
+        require_approval: Sequence[str] | None = None,
+        timeout: float | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[ev.Event]:
+        """Start a run and yield its events until Final, Error or Interrupt (the stream then ends).
+
+        Args:
+            input: the user's message.
+            thread_id: the conversation; empty starts a new thread (its id is on every event).
+            system: system prompt; model: model name passed to the model endpoint.
+            stream: "final" streams the answer's tokens, "all" every step's, "none" none.
+            tools: restrict the run to these tools. require_approval: tool names ("*" = all)
+                whose calls pause the run for approve / reject / edit.
+            output_schema: a JSON Schema (dict or JSON text) the answer must satisfy; the
+                validated object arrives as Final.structured_output.
+            options: further RunOptions fields by name (serial_tools, disable_memory, ...).
+            timeout: deadline of the whole run; default the client's run_timeout.
+
+        Leaving the loop early does not stop the run (it goes on in the gateway; ``watch`` it
+        or ``cancel`` it by the run_id of any event it yielded).
+        """
+        opts = _convert.run_options(
+            system=system,
+            model=model,
+            max_steps=max_steps,
+            stream=stream,
+            tools=tools,
+            output_schema=output_schema,
+            require_approval=require_approval,
+            extra=options,
+        )
+        user = self._user(user_id)
+        request = _convert.run_request(input, thread_id, user, opts)
+        return self._stream(
+            lambda t: self._stub.Run(request, timeout=t, metadata=self._metadata), user, timeout
+        )
+
+    async def invoke(
+        self,
+        input: str,
+        *,
+        thread_id: str = "",
+        user_id: str | None = None,
+        system: str | None = None,
+        model: str | None = None,
+        max_steps: int | None = None,
+        tools: Sequence[str] | None = None,
+        output_schema: Mapping[str, Any] | str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (a gRPC deadline the gateway sees too)
+        options: Mapping[str, Any] | None = None,
+    ) -> ev.RunResult:
+        """Run to the end without streaming and return the outcome (the same options as ``run``).
+
+        Not retried: without a request id in the wire contract a retry could start the
+        run twice.
+        """
+        opts = _convert.run_options(
+            system=system,
+            model=model,
+            max_steps=max_steps,
+            tools=tools,
+            output_schema=output_schema,
+            extra=options,
+        )
+        request = _convert.invoke_request(input, thread_id, self._user(user_id), opts)
+        response = await self._unary(self._stub.Invoke, request, timeout or self.run_timeout)
+        return _convert.invoke_result(response)
+
+    def resume(
+        self,
+        run_id: str,
+        decisions: Iterable[ev.ToolDecision] = (),
+        *,
+        user_id: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[ev.Event]:
+        """Continue a paused run with one decision per pending call (approve / reject / edit),
+        or an interrupted one (its gateway died) with none; yields its events like ``run``."""
+        user = self._user(user_id)
+        request = _convert.resume_request(run_id, user, decisions)
+        return self._stream(
+            lambda t: self._stub.Resume(request, timeout=t, metadata=self._metadata), user, timeout
+        )
+
+    def watch(
+        self,
+        run_id: str,
+        *,
+        after_sequence: int = 0,
+        user_id: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[ev.Event]:
+        """A run's events after ``after_sequence`` (0 = all), stored ones first, then live ones,
+        until the run ends or pauses (a resumed run's earlier Interrupt events are replayed
+        too). Works during and after the run, from any gateway."""
+        user = self._user(user_id)
+        request = _convert.watch_request(run_id, user, after_sequence)
+        return self._stream(
+            lambda t: self._stub.Watch(request, timeout=t, metadata=self._metadata), user, timeout
+        )
+
+    async def pending(self, run_id: str, *, user_id: str | None = None) -> ev.Interrupt | None:
+        """The Interrupt a paused run waits on, or None when the run ended otherwise.
+
+        Reads the run's stored events (Watch from 0), so on a running run it waits until the
+        run pauses or ends.
+        """
+        found: ev.Interrupt | None = None
+        async for event in self.watch(run_id, user_id=user_id):
+            if _still_paused(found is not None, event):
+                found = event if isinstance(event, ev.Interrupt) else found
+            else:
+                found = None
+        return found
+
+    async def cancel(self, run_id: str, *, user_id: str | None = None) -> str:
+        """Ask a run to stop at its next safe point; returns its status after the request
+        (CANCELLED, the final status of a run that had ended, or RUNNING while another
+        gateway reaches its safe point)."""
+        request = _convert.cancel_request(run_id, self._user(user_id))
+        response = await self._unary(self._stub.Cancel, request)
+        return _convert.run_status(response.status)
+
+    # --- threads, runs, checkpoints -------------------------------------------------------------
+
+    async def get_thread(
+        self, thread_id: str, *, checkpoint_id: str = "", user_id: str | None = None
+    ) -> ev.Thread:
+        """A thread's conversation and its latest run (or both as of ``checkpoint_id``).
+        ClientError NOT_FOUND for an unknown thread or one of another user."""
+        request = _convert.thread_request(thread_id, self._user(user_id), checkpoint_id)
+        return _convert.thread(await self._unary(self._stub.GetThread, request))
+
+    async def checkpoints(
+        self, thread_id: str, *, run_id: str = "", user_id: str | None = None, limit: int = 10_000
+    ) -> list[ev.Checkpoint]:
+        """A thread's checkpoints (only ``run_id``'s when given), oldest first, at most ``limit``."""
+        found: list[ev.Checkpoint] = []
+        token = ""
+        while len(found) < limit:
+            size = min(1000, limit - len(found))
+            request = _convert.checkpoints_request(thread_id, self._user(user_id), run_id, token, size)
+            page, token = _convert.checkpoints(await self._unary(self._stub.ListCheckpoints, request))
+            found.extend(page)
+            if not token:
+                break
+        return found[:limit]
+
+    async def list_runs(self, thread_id: str, *, user_id: str | None = None) -> list[ev.RunSummary]:
+        """The runs of a thread, oldest first, each with its state at its last checkpoint.
+
+        Derived from ListCheckpoints and GetThread (one call per run) until the wire
+        contract has a ListRuns RPC, which this method will then wrap.
+        """
+        counts: dict[str, int] = {}
+        last: dict[str, str] = {}
+        for checkpoint in await self.checkpoints(thread_id, user_id=user_id):
+            counts[checkpoint.run_id] = counts.get(checkpoint.run_id, 0) + 1
+            last[checkpoint.run_id] = checkpoint.checkpoint_id
+        runs = []
+        for run_id, count in counts.items():
+            state = await self.get_thread(thread_id, checkpoint_id=last[run_id], user_id=user_id)
+            runs.append(ev.RunSummary(run_id, count, state.run))
+        return runs
+
+    async def list_threads(self, *, user_id: str | None = None) -> list[ev.Thread]:
+        """The user's threads. Raises Unsupported: agentloop.v1 has no ListThreads RPC yet
+        (a thread is read by id with ``get_thread``)."""
+        raise Unsupported("ListThreads: the gateway's API (agentloop.v1) cannot list threads yet")
+
+    async def fork(self, thread_id: str, *, checkpoint_id: str = "", user_id: str | None = None) -> str:
+        """A new thread copying ``thread_id`` as of a checkpoint. Raises Unsupported:
+        agentloop.v1 has no Fork RPC yet."""
+        raise Unsupported("Fork: the gateway's API (agentloop.v1) cannot fork threads yet")
+
+    # --- memories ------------------------------------------------------------------------------
+
+    async def memories(self, *, user_id: str | None = None) -> list[ev.Memory]:
+        """The user's long-term memories, newest first."""
+        request = _convert.memories_request(self._user(user_id))
+        return _convert.memories(await self._unary(self._stub.ListMemories, request))
+
+    async def delete_memory(self, memory_id: str, *, user_id: str | None = None) -> None:
+        """Delete one memory; ClientError NOT_FOUND when the user has no such memory."""
+        await self._unary(
+            self._stub.DeleteMemory, _convert.delete_memory_request(self._user(user_id), memory_id)
+        )
+
+    # --- plumbing ----------------------------------------------------------------------------------
+
+    def _user(self, user_id: str | None) -> str:
+        return self.user_id if user_id is None else user_id
+
+    async def _unary(self, method: Any, request: Any, deadline_s: float | None = None) -> Any:
+        try:
+            return await method(request, timeout=deadline_s or self.timeout, metadata=self._metadata)
+        except grpc.aio.AioRpcError as exc:
+            raise ClientError.from_rpc(exc) from None
+
+    async def _stream(
+        self, start: OpenStream, user_id: str, deadline_s: float | None
+    ) -> AsyncIterator[ev.Event]:
+        """Yield a stream's events; after a break, reattach with Watch from the last sequence seen."""
+        timeout = deadline_s or self.run_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        run_id, last, failures = "", 0, 0
+        paused = False
+        call = start(timeout)
+        while True:
+            try:
+                async for response in call:
+                    event = _convert.event(response)
+                    if run_id and event.sequence <= last:
+                        continue  # already yielded before the reattach
+                    run_id, last, failures = event.run_id, event.sequence, 0
+                    paused = _still_paused(paused, event)
+                    yield event
+                    if isinstance(event, ev.Final | ev.Error):
+                        return
+                if paused:
+                    return  # the gateway ends the stream of a paused run
+                problem: ClientError | None = None
+            except grpc.aio.AioRpcError as exc:
+                problem = ClientError.from_rpc(exc)
+                if exc.code() not in RETRYABLE:
+                    raise problem from None
+            finally:
+                call.cancel()
+            if not run_id or failures >= self.reattach_attempts:
+                if problem is not None:
+                    raise problem
+                if not run_id:
+                    return  # an empty stream: nothing to reattach to
+                raise ClientError("UNAVAILABLE", f"the stream of run {run_id} kept ending early")
+            failures += 1
+            await asyncio.sleep(self.reattach_backoff_s * 2 ** (failures - 1))
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            request = _convert.watch_request(run_id, user_id, last)
+            call = self._stub.Watch(request, timeout=remaining, metadata=self._metadata)
+
+
+def _still_paused(paused: bool, event: ev.Event) -> bool:
+    """Whether a run is paused after `event`: from its Interrupt until a node starts again."""
+    if isinstance(event, ev.Interrupt):
+        return True
+    if isinstance(event, ev.NodeStarted | ev.Final | ev.Error):
+        return False
+    return paused

@@ -1,0 +1,249 @@
+"""Commands for threads, runs, checkpoints and memories: one per RPC of the gateway.
+
+agentloop thread ID / runs THREAD / checkpoints THREAD       read
+agentloop watch RUN / cancel RUN                             follow or stop a run
+agentloop approve RUN / reject RUN / edit RUN                decide an approval pause
+agentloop memories [list] / memories delete ID               long-term memory
+agentloop threads / fork THREAD                              need RPCs agentloop.v1 lacks yet
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agentloop.client import AgentClient, ToolDecision, Unsupported, approve, edit, reject
+from agentloop.commands.common import (
+    EXIT_CALL_FAILED,
+    EXIT_OK,
+    EXIT_PAUSED,
+    EXIT_RUN_FAILED,
+    connection_flags,
+    paused_hint,
+    to_json,
+    with_client,
+)
+from agentloop.commands.render import EventRenderer, short
+
+Handler = Callable[[AgentClient, argparse.Namespace], Awaitable[int]]
+HANDLERS: dict[str, Handler] = {}
+
+NO_LIST_THREADS = (
+    "listing threads needs a ListThreads RPC, which the gateway's API (agentloop.v1) does not have yet; "
+    "read a thread by id with `agentloop thread ID`"
+)
+NO_FORK = (
+    "forking a thread needs a Fork RPC, which the gateway's API (agentloop.v1) does not have yet; "
+    "read a thread as of a checkpoint with `agentloop thread ID --checkpoint CP`"
+)
+
+
+def add_parsers(sub: Any) -> None:
+    """Register every command of this module on the `agentloop` parser."""
+    p = sub.add_parser("thread", help="a thread's messages and its latest run")
+    p.add_argument("thread_id")
+    p.add_argument("--checkpoint", default="", help="read the thread as of this checkpoint")
+    _add(p, "thread", _thread)
+
+    p = sub.add_parser("runs", help="the runs of a thread, with their status")
+    p.add_argument("thread_id")
+    _add(p, "runs", _runs)
+
+    p = sub.add_parser("checkpoints", help="a thread's checkpoints, oldest first")
+    p.add_argument("thread_id")
+    p.add_argument("--run", default="", help="only this run's checkpoints")
+    _add(p, "checkpoints", _checkpoints)
+
+    p = sub.add_parser("watch", help="stream a run's events (stored, then live) until it ends or pauses")
+    p.add_argument("run_id")
+    p.add_argument("--after", type=int, default=0, help="only events after this sequence")
+    p.add_argument("--nodes", action="store_true", help="also print node events")
+    _add(p, "watch", _watch)
+
+    p = sub.add_parser("cancel", help="stop a run at its next safe point")
+    p.add_argument("run_id")
+    _add(p, "cancel", _cancel)
+
+    p = sub.add_parser("approve", help="approve a paused run's pending calls and stream the rest")
+    p.add_argument("run_id")
+    p.add_argument("--call", action="append", help="only this pending call (repeatable); others are rejected")
+    _add(p, "approve", _decide)
+
+    p = sub.add_parser("reject", help="reject a paused run's pending calls; the model reads the reason")
+    p.add_argument("run_id")
+    p.add_argument("--reason", default="", help="what the model reads instead of a result")
+    p.add_argument("--call", action="append", help="only this pending call (repeatable); others are approved")
+    _add(p, "reject", _decide)
+
+    p = sub.add_parser("edit", help="run a paused call with other arguments (others are approved)")
+    p.add_argument("run_id")
+    p.add_argument("--call", default="", help="the pending call; may be left out when only one waits")
+    p.add_argument("--args", required=True, metavar="JSON", help="the arguments to run it with")
+    _add(p, "edit", _decide)
+
+    p = sub.add_parser("memories", help="list or delete a user's long-term memories")
+    p.add_argument("action", nargs="?", choices=["list", "delete"], default="list")
+    p.add_argument("memory_id", nargs="?", default="", help="delete: the memory")
+    _add(p, "memories", _memories)
+
+    p = sub.add_parser("threads", help=f"(not available) {NO_LIST_THREADS}")
+    _add(p, "threads", _threads)
+
+    p = sub.add_parser("fork", help=f"(not available) {NO_FORK}")
+    p.add_argument("thread_id")
+    p.add_argument("--checkpoint", default="")
+    _add(p, "fork", _fork)
+
+
+def _add(parser: argparse.ArgumentParser, name: str, handler: Handler) -> None:
+    connection_flags(parser)
+    HANDLERS[name] = handler
+
+
+async def dispatch(args: argparse.Namespace) -> int:
+    """Run the command `args.command` with a client from its connection flags."""
+    handler = HANDLERS[args.command]
+    return await with_client(args, lambda client: handler(client, args))
+
+
+async def _thread(client: AgentClient, args: argparse.Namespace) -> int:
+    thread = await client.get_thread(args.thread_id, checkpoint_id=args.checkpoint)
+    if args.json:
+        print(to_json(thread))
+        return EXIT_OK
+    print(f"thread {thread.thread_id}  user {thread.user_id or '(anonymous)'}  updated {thread.updated_at}")
+    for m in thread.messages:
+        calls = "".join(f" → {c.name}({short(c.arguments_json, 60)})" for c in m.tool_calls)
+        print(f"  {m.role:<9} {short(m.content, 100)}{calls}")
+    if thread.run is not None:
+        r = thread.run
+        print(f"latest run {r.run_id}: {r.status} steps={r.steps_taken} stop_reason={r.stop_reason or '-'}")
+    return EXIT_OK
+
+
+async def _runs(client: AgentClient, args: argparse.Namespace) -> int:
+    runs = await client.list_runs(args.thread_id)
+    if args.json:
+        print(to_json(runs))
+        return EXIT_OK
+    for run in runs:
+        info = run.info
+        status = (
+            f"{info.status} steps={info.steps_taken} stop_reason={info.stop_reason or '-'}" if info else "?"
+        )
+        print(f"{run.run_id}  {status}  checkpoints={run.checkpoints}")
+    return EXIT_OK
+
+
+async def _checkpoints(client: AgentClient, args: argparse.Namespace) -> int:
+    found = await client.checkpoints(args.thread_id, run_id=args.run)
+    if args.json:
+        print(to_json(found))
+        return EXIT_OK
+    for c in found:
+        moves = f"{c.node} → {c.next_node or '(end)'}"
+        print(f"{c.checkpoint_id}  {moves}  step={c.step}  messages={c.message_count}")
+    return EXIT_OK
+
+
+async def _watch(client: AgentClient, args: argparse.Namespace) -> int:
+    renderer = _renderer(args)
+    async for event in client.watch(args.run_id, after_sequence=args.after):
+        renderer.handle(event)
+    return _ended(renderer, args)
+
+
+async def _cancel(client: AgentClient, args: argparse.Namespace) -> int:
+    status = await client.cancel(args.run_id)
+    print(
+        json.dumps({"run_id": args.run_id, "status": status}) if args.json else f"run {args.run_id}: {status}"
+    )
+    return EXIT_OK
+
+
+async def _decide(client: AgentClient, args: argparse.Namespace) -> int:
+    paused = await client.pending(args.run_id)
+    if paused is None:
+        print(f"error [FAILED_PRECONDITION]: run {args.run_id} is not paused for approval", file=sys.stderr)
+        return EXIT_CALL_FAILED
+    ids = [c.tool_call_id for c in paused.pending]
+    chosen = set(args.call or []) if args.command != "edit" else set()
+    if args.command == "edit":
+        chosen = {args.call} if args.call else set(ids[:1] if len(ids) == 1 else [])
+        if not chosen:
+            print(f"error: --call: several calls wait ({', '.join(ids)}); name one", file=sys.stderr)
+            return EXIT_CALL_FAILED
+    unknown = chosen - set(ids)
+    if unknown:
+        print(
+            f"error: --call: {', '.join(sorted(unknown))} is not pending (pending: {', '.join(ids)})",
+            file=sys.stderr,
+        )
+        return EXIT_CALL_FAILED
+    decisions = [_decision(args, call_id, not chosen or call_id in chosen) for call_id in ids]
+    renderer = _renderer(args)
+    async for event in client.resume(args.run_id, decisions):
+        renderer.handle(event)
+    return _ended(renderer, args)
+
+
+def _decision(args: argparse.Namespace, call_id: str, named: bool) -> ToolDecision:
+    """The decision for one pending call: the command's own verdict when named, the opposite otherwise."""
+    if args.command == "edit":
+        return edit(call_id, args.args) if named else approve(call_id)
+    if args.command == "reject":
+        return reject(call_id, args.reason) if named else approve(call_id)
+    return approve(call_id) if named else reject(call_id, "not approved")
+
+
+async def _memories(client: AgentClient, args: argparse.Namespace) -> int:
+    if args.action == "delete":
+        if not args.memory_id:
+            print("error: memories delete needs a memory id (see `agentloop memories`)", file=sys.stderr)
+            return EXIT_CALL_FAILED
+        await client.delete_memory(args.memory_id)
+        print(f"deleted memory {args.memory_id}")
+        return EXIT_OK
+    found = await client.memories()
+    if args.json:
+        print(to_json(found))
+        return EXIT_OK
+    for m in found:
+        print(
+            f"{m.memory_id}  {m.created_at:%Y-%m-%d %H:%M}  {m.text}"
+            if m.created_at
+            else f"{m.memory_id}  {m.text}"
+        )
+    if not found:
+        print("(no memories)")
+    return EXIT_OK
+
+
+async def _threads(client: AgentClient, args: argparse.Namespace) -> int:
+    try:
+        await client.list_threads()
+    except Unsupported:
+        print(f"not available: {NO_LIST_THREADS}", file=sys.stderr)
+    return EXIT_CALL_FAILED
+
+
+async def _fork(client: AgentClient, args: argparse.Namespace) -> int:
+    try:
+        await client.fork(args.thread_id, checkpoint_id=args.checkpoint)
+    except Unsupported:
+        print(f"not available: {NO_FORK}", file=sys.stderr)
+    return EXIT_CALL_FAILED
+
+
+def _renderer(args: argparse.Namespace) -> EventRenderer:
+    return EventRenderer(show_nodes=getattr(args, "nodes", False))
+
+
+def _ended(renderer: EventRenderer, args: argparse.Namespace) -> int:
+    if renderer.final is None and renderer.error is None and renderer.interrupt is not None:
+        print(paused_hint(renderer.interrupt), file=sys.stderr)
+        return EXIT_PAUSED
+    return EXIT_OK if renderer.final is not None else EXIT_RUN_FAILED
