@@ -74,7 +74,7 @@ class Update:
     hint: str | None = None
     structured_output_json: str | None = None
     awaiting_approval: bool | None = None
-    approvals: dict[str, bytes] | None = None
+    approvals: dict[str, agent_pb2.ApprovalDecision] | None = None
     recalled: list[str] | None = None
     calibration: Calibration | None = None
 
@@ -106,7 +106,8 @@ class RunState:
     run_message_start: int = 1
     """Index in `messages` where this run's own messages start."""
     awaiting_approval: bool = False
-    approvals: dict[str, bytes] = field(default_factory=dict)
+    approvals: dict[str, agent_pb2.ApprovalDecision] = field(default_factory=dict)
+    """Human decisions on the pending tool calls, by call id (consumed by the next tools node)."""
     recalled: list[str] | None = None
     """Facts recalled from long-term memory for this run (None: not looked up yet)."""
     calibration: Calibration = field(default_factory=Calibration)

@@ -43,8 +43,10 @@ SCRIPT = Script(
                 Turn(content="All counted: {{last_tool}}."),
             ),
         ),
+        Scenario(match="remember", turns=(Turn(content="Noted."),)),
     )
 )
+FACT = "my lucky colour is blue"
 
 
 @pytest.fixture
@@ -141,6 +143,7 @@ async def test_killed_gateway_run_is_resumed_without_rerunning_finished_tools(
     stack_and_probe: tuple[Stack, Probe], database_url: str, point: str
 ) -> None:
     stack, probe = stack_and_probe
+    await stack.run(f"Remember that {FACT}.", user_id="ana")
     if point == "during_agent":
         stack.model.set_script(Script(scenarios=SCRIPT.scenarios, latency=Latency(response_ms=1500)))
     with gateway_process(stack, database_url, "gw-1") as first:
@@ -163,6 +166,15 @@ async def test_killed_gateway_run_is_resumed_without_rerunning_finished_tools(
     results = [m.tool_call_id for m in final.messages if m.tool_call_id]
     assert calls == results
     assert len(calls) == 3
+    # The resumed run counts the calls made before the crash too, and still knows what it recalled.
+    assert final.metadata.tool_calls == 3
+    assert _told_the_model(stack, FACT)
+
+
+def _told_the_model(stack: Stack, fact: str) -> bool:
+    """Whether the newest model request carried `fact` as a recalled memory."""
+    last = stack.model.requests[-1]
+    return any(m["role"] == "system" and fact in (m.get("content") or "") for m in last["messages"])
 
 
 async def test_two_gateways_racing_for_an_orphan_resume_it_once(
