@@ -44,6 +44,16 @@ SCRIPT = Script(
             ),
         ),
         Scenario(match="remember", turns=(Turn(content="Noted."),)),
+        Scenario(
+            match="limits",
+            turns=(
+                *(
+                    Turn(tool_calls=(ScriptedToolCall("count_once", {"key": f"limit-{i}", "seconds": 0.3}),))
+                    for i in range(8)
+                ),
+                Turn(content="Counted them all."),
+            ),
+        ),
     )
 )
 FACT = "my lucky colour is blue"
@@ -60,7 +70,7 @@ async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe
 
 
 @contextmanager
-def gateway_process(stack: Stack, database_url: str, name: str) -> Iterator[Child]:
+def gateway_process(stack: Stack, database_url: str, name: str, **settings: str) -> Iterator[Child]:
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url,
@@ -68,6 +78,7 @@ def gateway_process(stack: Stack, database_url: str, name: str) -> Iterator[Chil
         AGENTLOOP_ORPHAN_SCAN_S="0.2",
         AGENTLOOP_INSTANCE_ID=name,
         AGENTLOOP_LOG_LEVEL="INFO",
+        **settings,
     )
     argv = [
         sys.executable, "-m", "agentloop.cli", "serve", "gateway", "--port", "0",
@@ -221,3 +232,23 @@ async def test_sigterm_hands_running_runs_over_at_once(
         events = await asyncio.wait_for(watch_to_end(second.port, run_id), 30)
     assert final_of(events).final_reply == "All counted: counted step-2."
     assert dict(probe.finished) == {"fast-1": 1, "slow-1": 1, "step-2": 1}
+
+
+async def test_an_adopted_run_keeps_the_step_limit_it_was_created_with(
+    stack_and_probe: tuple[Stack, Probe], database_url: str
+) -> None:
+    """The limit is resolved once, by the gateway that created the run, and stored with it."""
+    stack, _ = stack_and_probe
+    with gateway_process(stack, database_url, "gw-3-steps", AGENTLOOP_MAX_STEPS="3") as first:
+        seen = await run_until(first.port, is_tool_end("limit-0"), text="limits")
+        kill(first)
+    run_id = seen[0].run_id
+    with gateway_process(stack, database_url, "gw-50-steps", AGENTLOOP_MAX_STEPS="50") as second:
+        events = await asyncio.wait_for(watch_to_end(second.port, run_id), 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{second.port}") as channel:
+            thread = await agent_pb2_grpc.AgentStub(channel).GetThread(
+                agent_pb2.GetThreadRequest(thread_id=seen[0].thread_id, user_id="ana")
+            )
+    final = final_of(events)
+    assert (final.metadata.steps_taken, final.metadata.stop_reason) == (3, "max_steps")
+    assert thread.state.max_steps == 3
