@@ -1,10 +1,11 @@
 """The tools node: one round of the model's tool calls, from approval gate to loop check.
 
-Phases, in order (seed 001's prepare_tool_input → tools → update_state_after_tool):
-calls that need a human pause the run; per-step limits and pre-acting hooks
-apply; a structured-output run's finish tool is validated here; the rest run
-on the ToolService, each result persisted before it is announced; then the
-round sets the flow-guidance hint and loop detection may stop the run.
+Phases, in order (seed 001's prepare_tool_input → tools → update_state_after_tool), each a
+function: `replay_recorded` (results a previous owner persisted), `approval_gate` (calls
+that need a human pause the run), `screen` (per-step limits, rejections, a structured-output
+run's finish tool, edited arguments, pre-acting hooks), `run_batch` (the ToolService, each
+result persisted before it is announced), `close_unanswered` and `conclude` (the round's
+update: the flow-guidance hint, and loop detection may stop the run).
 """
 
 from __future__ import annotations
