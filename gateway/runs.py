@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -21,10 +20,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
-from agentloop.jsonlimits import JsonLimitError, check_bounds
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.admission import open_thread
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
 from gateway.context import calibration_of
@@ -37,11 +36,17 @@ from gateway.memory import MemoryStore
 from gateway.observe import traced_run
 from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
 from gateway.run_context import RunContext
-from gateway.snapshot import restore
+from gateway.snapshot import initial_state, restore
 from gateway.state import RunState
-from gateway.store.base import CheckpointRow, LeaseLost, RunRow, RunStatus, Store, ThreadBusy
+from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
 from gateway.store.hotpath import run_to_completion
-from gateway.validation import RunLikeRequest, new_turn_messages, resolved_options, run_config
+from gateway.validation import (
+    RunLikeRequest,
+    check_decisions,
+    new_turn_messages,
+    resolved_options,
+    run_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +257,7 @@ class RunManager:
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         thread_id = request.thread_id or uuid.uuid4().hex
-        previous = await self._open_thread(request, thread_id)
+        previous = await open_thread(self._store, request, thread_id)
         stored = agent_pb2.RunRequest(
             input=request.input,
             user_id=request.user_id,
@@ -285,11 +290,7 @@ class RunManager:
             if enqueue:
                 started = await self._start_when_free(run_id, thread_id)
             history = await self._store.thread_messages(thread_id, user_id=request.user_id)
-            state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
-            state.messages = [
-                common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
-                *history,
-            ]
+            state = initial_state(run_id, thread_id, request.user_id, config, history)
             if previous is not None:
                 state.calibration = calibration_of(previous.record)
             sink = EventSink(run_id, thread_id)
@@ -300,43 +301,6 @@ class RunManager:
             raise
         finally:
             self._setting_up.discard(run_id)
-
-    async def _open_thread(self, request: RunLikeRequest, thread_id: str) -> CheckpointRow | None:
-        """The run's thread, created when new; returns its last run's newest checkpoint, if any.
-
-        Refuses another user's thread (NOT_FOUND), seed history for a thread
-        that has messages, and a thread whose last run waits for approval.
-        """
-        thread = await self._store.get_thread(thread_id, user_id=request.user_id)
-        if thread is not None and thread.user_id != request.user_id:
-            raise NotFound(
-                f"thread {thread_id!r} not found",
-                reason="THREAD_NOT_FOUND",
-                metadata={"thread_id": thread_id},
-            )
-        if thread is not None and thread.message_count and request.history:
-            raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
-        previous = None
-        if thread is None:
-            thread = await self._store.create_thread(thread_id, request.user_id)
-            if thread.user_id != request.user_id:
-                raise NotFound(
-                    f"thread {thread_id!r} not found",
-                    reason="THREAD_NOT_FOUND",
-                    metadata={"thread_id": thread_id},
-                )
-        else:
-            latest = await self._store.latest_run(thread_id, user_id=request.user_id)
-            if latest is not None and latest.status == RunStatus.PAUSED:
-                raise Aborted(
-                    f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
-                    "Resume it with decisions (or Cancel it) first",
-                    reason="THREAD_AWAITING_APPROVAL",
-                    metadata={"thread_id": thread_id, "run_id": latest.run_id},
-                )
-            # The thread's last run knows how the model counts tokens: keep its calibration.
-            previous = await self._store.latest_checkpoint(latest.run_id) if latest is not None else None
-        return previous
 
     async def _abandon(self, run_id: str) -> None:
         """End a run whose setup did not finish: CANCELLED, owner cleared (it may not even exist)."""
@@ -378,7 +342,14 @@ class RunManager:
         if (active := self._active.get(run_id)) is not None and not decisions:
             return active
         if row.status == RunStatus.PAUSED:
-            approvals = await self._check_decisions(row, decisions or [])
+            if not decisions:
+                raise InvalidArgument(
+                    "decisions", f"run {run_id!r} is waiting for approval: give one per pending call"
+                )
+            history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
+            approvals = check_decisions(
+                decisions, {c.id for c in (history[-1].tool_calls if history else ())}
+            )
             if not self._take(run_id):
                 raise FailedPrecondition(
                     f"run {run_id!r} is being resumed already",
@@ -423,39 +394,6 @@ class RunManager:
         finally:
             self._taking.discard(run_id)
 
-    async def _check_decisions(
-        self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
-    ) -> dict[str, agent_pb2.ApprovalDecision]:
-        """Validate decisions against the paused run's pending calls; by call id."""
-        if not decisions:
-            raise InvalidArgument(
-                "decisions", f"run {row.run_id!r} is waiting for approval: give one per pending call"
-            )
-        history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
-        pending = {c.id for c in (history[-1].tool_calls if history else ())}
-        out: dict[str, agent_pb2.ApprovalDecision] = {}
-        for i, decision in enumerate(decisions):
-            field = f"decisions[{i}]"
-            if decision.tool_call_id not in pending:
-                raise InvalidArgument(
-                    f"{field}.tool_call_id", f"{decision.tool_call_id!r} is not a pending call"
-                )
-            if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_UNSPECIFIED:
-                raise InvalidArgument(f"{field}.verdict", "must be APPROVE, REJECT or EDIT")
-            if decision.verdict not in agent_pb2.ApprovalDecision.Verdict.values():
-                raise InvalidArgument(f"{field}.verdict", f"unknown value {decision.verdict}")
-            if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
-                try:
-                    edited = json.loads(check_bounds(decision.arguments_json, what=f"{field}.arguments_json"))
-                except JsonLimitError as exc:
-                    raise InvalidArgument(exc.what, exc.problem) from None
-                except ValueError as exc:
-                    raise InvalidArgument(f"{field}.arguments_json", f"is not valid JSON: {exc}") from None
-                if not isinstance(edited, dict):
-                    raise InvalidArgument(f"{field}.arguments_json", "must be a JSON object")
-            out[decision.tool_call_id] = decision
-        return out
-
     async def _launch_existing(
         self,
         run_id: str,
@@ -479,13 +417,8 @@ class RunManager:
         specs = await self._catalog.select(config.tool_names, "options.tools")
         checkpoint = await self._store.latest_checkpoint(run_id)
         history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
-        state = RunState(run_id=run_id, thread_id=row.thread_id, user_id=row.user_id, config=config)
-        state.messages = [
-            common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
-            *history,
-        ]
+        state = initial_state(run_id, row.thread_id, row.user_id, config, history)
         start, new_messages = START, new_turn_messages(request)
-        state.run_message_start = len(state.messages)
         recorded = await self._store.tool_results(run_id)
         if checkpoint is not None:
             start, new_messages = checkpoint.record.next_node or END, []

@@ -24,7 +24,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
 from gateway.context import Calibration
-from gateway.state import STOP_PAUSED, RunState
+from gateway.state import STOP_PAUSED, RunConfig, RunState
 
 RECALLED_FIELD = 40
 """CheckpointRecord field number of the recalled memories (repeated string)."""
@@ -32,6 +32,16 @@ RECALL_DONE_FIELD = 41
 """CheckpointRecord field number of "memory was looked up" (bool; absent: not yet)."""
 _LENGTH_DELIMITED = 2
 _VARINT = 0
+
+
+def initial_state(
+    run_id: str, thread_id: str, user_id: str, config: RunConfig, history: list[common_pb2.Message]
+) -> RunState:
+    """A run's state before any checkpoint: the system prompt, then the stored thread."""
+    state = RunState(run_id=run_id, thread_id=thread_id, user_id=user_id, config=config)
+    state.messages = [common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt), *history]
+    state.run_message_start = len(state.messages)
+    return state
 
 
 def to_record(

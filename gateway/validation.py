@@ -6,12 +6,13 @@ must be ..."), so a client in any language can tell what to fix.
 
 from __future__ import annotations
 
+import json
 import math
 
 import jsonschema
 
 from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError, loads_bounded
+from agentloop.jsonlimits import JsonLimitError, check_bounds, loads_bounded
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import HookRegistry
@@ -180,6 +181,36 @@ def resolved_options(options: agent_pb2.RunOptions, config: RunConfig) -> agent_
     resolved.loop_detection.max_period = config.loops.max_period
     resolved.hooks[:] = [hook.name for hook in config.hooks]
     return resolved
+
+
+def check_decisions(
+    decisions: list[agent_pb2.ApprovalDecision], pending: set[str]
+) -> dict[str, agent_pb2.ApprovalDecision]:
+    """A Resume's decisions, checked against the paused run's `pending` call ids; by call id."""
+    out: dict[str, agent_pb2.ApprovalDecision] = {}
+    for i, decision in enumerate(decisions):
+        field = f"decisions[{i}]"
+        if decision.tool_call_id not in pending:
+            raise InvalidArgument(f"{field}.tool_call_id", f"{decision.tool_call_id!r} is not a pending call")
+        if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_UNSPECIFIED:
+            raise InvalidArgument(f"{field}.verdict", "must be APPROVE, REJECT or EDIT")
+        if decision.verdict not in agent_pb2.ApprovalDecision.Verdict.values():
+            raise InvalidArgument(f"{field}.verdict", f"unknown value {decision.verdict}")
+        if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
+            _check_edited_arguments(decision.arguments_json, f"{field}.arguments_json")
+        out[decision.tool_call_id] = decision
+    return out
+
+
+def _check_edited_arguments(text: str, field: str) -> None:
+    try:
+        edited = json.loads(check_bounds(text, what=field))
+    except JsonLimitError as exc:
+        raise InvalidArgument(exc.what, exc.problem) from None
+    except ValueError as exc:
+        raise InvalidArgument(field, f"is not valid JSON: {exc}") from None
+    if not isinstance(edited, dict):
+        raise InvalidArgument(field, "must be a JSON object")
 
 
 def new_turn_messages(request: RunLikeRequest) -> list[common_pb2.Message]:
