@@ -32,6 +32,7 @@ from gateway import nodes
 from gateway.acting import tool_message
 from gateway.journal import StoreUnavailable, describe_failure
 from gateway.run_context import RunContext
+from gateway.snapshot import metadata_of
 from gateway.state import STOP_CANCELLED, STOP_ERROR, RunState, Update
 from gateway.store.base import LeaseLost, RunStatus
 
@@ -87,7 +88,7 @@ def final_event(state: RunState) -> agent_pb2.RunFinal:
     """The outcome of a finished run; the conversation without the system prompt."""
     return agent_pb2.RunFinal(
         final_reply=state.final_reply,
-        metadata=state.metadata(),
+        metadata=metadata_of(state),
         messages=state.messages[1:],
         structured_output_json=state.structured_output_json,
     )

@@ -143,15 +143,19 @@ def decode_approvals(stored: Mapping[str, bytes]) -> dict[str, agent_pb2.Approva
     return {call_id: agent_pb2.ApprovalDecision.FromString(raw) for call_id, raw in stored.items()}
 
 
-def metadata_of(record: checkpoint_pb2.CheckpointRecord) -> agent_pb2.RunMetadata:
-    """A stored run's counters, as `RunState.metadata` reports them for a live one."""
+def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2.RunMetadata:
+    """seed 000's finalize metadata, of a live run or of a stored checkpoint (the same figures)."""
+    if isinstance(source, checkpoint_pb2.CheckpointRecord):
+        tool_calls = source.tool_calls
+    else:
+        tool_calls = len(source.tool_call_history)
     return agent_pb2.RunMetadata(
-        steps_taken=record.current_step,
-        tools_used=record.tools_used,
-        stop_reason=record.stop_reason,
-        llm_calls=record.llm_calls,
-        usage=record.usage,
-        tool_calls=record.tool_calls,
+        steps_taken=source.current_step,
+        tools_used=source.tools_used,
+        stop_reason=source.stop_reason,
+        llm_calls=source.llm_calls,
+        usage=source.usage,
+        tool_calls=tool_calls,
     )
 
 

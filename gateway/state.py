@@ -79,6 +79,21 @@ class Update:
     calibration: Calibration | None = None
 
 
+_OVERWRITTEN = (
+    "stop",
+    "stop_reason",
+    "final_reply",
+    "suggested_next_step",
+    "hint",
+    "structured_output_json",
+    "awaiting_approval",
+    "approvals",
+    "recalled",
+    "calibration",
+)
+"""Update fields that replace the state's value when set (the others append or add)."""
+
+
 @dataclass
 class RunState:
     """Everything the loop knows about one run (seed 000's fields, plus the conversation)."""
@@ -149,34 +164,6 @@ class RunState:
             self.usage.completion_tokens += update.usage.completion_tokens
             self.usage.total_tokens += update.usage.total_tokens
             self.usage.reasoning_tokens += update.usage.reasoning_tokens
-        if update.stop is not None:
-            self.stop = update.stop
-        if update.stop_reason is not None:
-            self.stop_reason = update.stop_reason
-        if update.final_reply is not None:
-            self.final_reply = update.final_reply
-        if update.suggested_next_step is not None:
-            self.suggested_next_step = update.suggested_next_step
-        if update.hint is not None:
-            self.hint = update.hint
-        if update.structured_output_json is not None:
-            self.structured_output_json = update.structured_output_json
-        if update.awaiting_approval is not None:
-            self.awaiting_approval = update.awaiting_approval
-        if update.approvals is not None:
-            self.approvals = update.approvals
-        if update.recalled is not None:
-            self.recalled = update.recalled
-        if update.calibration is not None:
-            self.calibration = update.calibration
-
-    def metadata(self) -> agent_pb2.RunMetadata:
-        """seed 000's finalize metadata."""
-        return agent_pb2.RunMetadata(
-            steps_taken=self.current_step,
-            tools_used=self.tools_used,
-            stop_reason=self.stop_reason,
-            llm_calls=self.llm_calls,
-            usage=self.usage,
-            tool_calls=len(self.tool_call_history),
-        )
+        for name in _OVERWRITTEN:
+            if (value := getattr(update, name)) is not None:
+                setattr(self, name, value)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
 from gateway.context import Calibration
-from gateway.snapshot import restore, to_record
+from gateway.snapshot import metadata_of, restore, to_record
 from gateway.state import RunConfig, RunState
 from gateway.validation import resolved_options, run_config
 
@@ -121,7 +121,7 @@ def test_any_state_round_trips_through_its_stored_record(
     )
     restore(rebuilt, record, recorded)
     assert rebuilt == state
-    assert rebuilt.metadata() == state.metadata()
+    assert metadata_of(rebuilt) == metadata_of(state)
     assert (record.node, record.next_node, record.last_sequence) == ("tools", "agent", sequence)
 
 

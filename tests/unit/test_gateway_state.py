@@ -8,6 +8,7 @@ from agentloop.errors import InvalidArgument
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.graph import EDGES, END, NODES, START, route_after_agent
+from gateway.snapshot import metadata_of
 from gateway.state import RunConfig, RunState, Update
 from gateway.validation import new_turn_messages, resolved_options, run_config
 
@@ -35,7 +36,7 @@ def test_apply_appends_histories_and_counts_tools_once_in_first_use_order() -> N
     assert state.current_step == 1
     assert state.llm_calls == 1
     assert state.usage.prompt_tokens == 5
-    md = state.metadata()
+    md = metadata_of(state)
     assert (md.steps_taken, md.tool_calls, list(md.tools_used)) == (1, 3, ["b", "a"])
 
 

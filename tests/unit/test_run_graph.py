@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from agentloop.errors import Unavailable
 from agentloop.v1 import agent_pb2
 from gateway.graph import run_graph
-from gateway.snapshot import restore
+from gateway.snapshot import metadata_of, restore
 from gateway.state import (
     STOP_CANCELLED,
     STOP_COMPLETED,
@@ -47,7 +47,7 @@ async def test_agent_tools_agent_finalize(new_run: NewRun) -> None:
     state = await run_graph(h.state, h.ctx)
     assert await nodes_entered(h) == ["init_state", "memory_trigger", "agent", "tools", "agent", "finalize"]
     assert (state.final_reply, state.stop_reason) == ("It is 4.", STOP_COMPLETED)
-    assert (state.metadata().tool_calls, state.metadata().steps_taken) == (1, 1)
+    assert (metadata_of(state).tool_calls, metadata_of(state).steps_taken) == (1, 1)
     assert [c.name for c in h.tools.batches[0]] == ["add"]
     assert await status(h) == RunStatus.COMPLETED
     # The model's second call saw the tool's result.
