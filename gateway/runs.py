@@ -342,14 +342,7 @@ class RunManager:
         if (active := self._active.get(run_id)) is not None and not decisions:
             return active
         if row.status == RunStatus.PAUSED:
-            if not decisions:
-                raise InvalidArgument(
-                    "decisions", f"run {run_id!r} is waiting for approval: give one per pending call"
-                )
-            history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
-            approvals = check_decisions(
-                decisions, {c.id for c in (history[-1].tool_calls if history else ())}
-            )
+            approvals = await self._decisions_for(row, decisions or [])
             if not self._take(run_id):
                 raise FailedPrecondition(
                     f"run {run_id!r} is being resumed already",
@@ -393,6 +386,17 @@ class RunManager:
             return await self._launch_existing(run_id, takeover=True)
         finally:
             self._taking.discard(run_id)
+
+    async def _decisions_for(
+        self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
+    ) -> dict[str, agent_pb2.ApprovalDecision]:
+        """A paused run's decisions, checked against its pending calls (the thread's last message)."""
+        if not decisions:
+            raise InvalidArgument(
+                "decisions", f"run {row.run_id!r} is waiting for approval: give one per pending call"
+            )
+        history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
+        return check_decisions(decisions, {c.id for c in (history[-1].tool_calls if history else ())})
 
     async def _launch_existing(
         self,
