@@ -1,16 +1,18 @@
 """The tools node: one round of the model's tool calls, from approval gate to loop check.
 
-Phases, in order (seed 001's prepare_tool_input → tools → update_state_after_tool):
-calls that need a human pause the run; per-step limits and pre-acting hooks
-apply; a structured-output run's finish tool is validated here; the rest run
-on the ToolService, each result persisted before it is announced; then the
-round sets the flow-guidance hint and loop detection may stop the run.
+Phases, in order (seed 001's prepare_tool_input → tools → update_state_after_tool), each a
+function: `replay_recorded` (results a previous owner persisted), `approval_gate` (calls
+that need a human pause the run), `screen` (per-step limits, rejections, a structured-output
+run's finish tool, edited arguments, pre-acting hooks), `run_batch` (the ToolService, each
+result persisted before it is announced), `close_unanswered` and `conclude` (the round's
+update: the flow-guidance hint, and loop detection may stop the run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, field
 
 import jsonschema
 
@@ -220,91 +222,145 @@ def _check_final_answer(
     return accepted, json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _approval_verdicts(
-    state: RunState, calls: list[common_pb2.ToolCall]
-) -> tuple[list[common_pb2.ToolCall], dict[str, agent_pb2.ApprovalDecision]]:
-    decisions = {cid: agent_pb2.ApprovalDecision.FromString(raw) for cid, raw in state.approvals.items()}
-    return [c for c in calls if c.id not in decisions], decisions
-
-
 async def tools(state: RunState, ctx: RunContext) -> Update:
     """Run the last assistant message's tool calls; every call gets exactly one result.
 
-    In order: calls that need a human decision pause the run (interrupt)
-    until Resume brings one; pre-acting hooks see the calls; the finish tool
-    of a structured-output run is validated here; the rest run in parallel
-    (or one by one with serial_tools) on the ToolService, each result
-    persisted as it arrives, so after a crash only unfinished calls run again.
-    Afterwards (seed 001's update_state_after_tool) the round's outcome sets
-    the flow-guidance hint and loop detection may stop the run.
+    The phases, each a function below: `replay_recorded` (results a previous
+    owner persisted), `approval_gate` (calls that need a human pause the run
+    until Resume brings a decision), `screen` (per-step limits, rejections,
+    the finish tool of a structured-output run, edited arguments, pre-acting
+    hooks), `run_batch` (the rest in parallel, or one by one with
+    serial_tools, on the ToolService, each result persisted as it arrives, so
+    after a crash only unfinished calls run again), `close_unanswered` and
+    `conclude` (seed 001's update_state_after_tool: the round's outcome sets
+    the flow-guidance hint and loop detection may stop the run).
     """
     calls = state.pending_tool_calls()
     rnd = _Round(state, ctx)
+    todo = replay_recorded(ctx, calls, rnd)
+    if (paused := approval_gate(state, ctx, todo)) is not None:
+        return paused
+    screened = await screen(state, ctx, todo, rnd)
+    cancelled = await run_batch(state, ctx, screened.runnable, rnd)
+    await close_unanswered(calls, rnd)
+    return conclude(state, ctx, calls, rnd, cancelled=cancelled, structured_output=screened.structured_output)
+
+
+def replay_recorded(
+    ctx: RunContext, calls: list[common_pb2.ToolCall], rnd: _Round
+) -> list[common_pb2.ToolCall]:
+    """Announce results already persisted (a resumed run); returns the calls still to do."""
     for call in calls:
         if (done := ctx.recorded_results.get(call.id)) is not None:
             rnd.finished[call.id] = done
             rnd.order.append(done)
             ctx.sink.tool_end(done)
-    todo = [c for c in calls if c.id not in rnd.finished]
+    return [c for c in calls if c.id not in rnd.finished]
 
-    gated = [c for c in todo if needs_approval(state, ctx, c)]
-    undecided, decisions = _approval_verdicts(state, gated)
-    if undecided:
-        names = ", ".join(sorted({c.name for c in undecided}))
-        ctx.sink.interrupt(undecided, f"approval required for {names}")
-        ctx.sink.decision("approval", f"waiting for a decision on {len(undecided)} call(s): {names}")
-        return Update(awaiting_approval=True, stop_reason=STOP_PAUSED)
 
-    runnable: list[common_pb2.ToolCall] = []
+def approval_gate(state: RunState, ctx: RunContext, todo: list[common_pb2.ToolCall]) -> Update | None:
+    """The pause (an interrupt) when a call needs a human decision the run does not have yet."""
+    undecided = [c for c in todo if needs_approval(state, ctx, c) and c.id not in state.approvals]
+    if not undecided:
+        return None
+    names = ", ".join(sorted({c.name for c in undecided}))
+    ctx.sink.interrupt(undecided, f"approval required for {names}")
+    ctx.sink.decision("approval", f"waiting for a decision on {len(undecided)} call(s): {names}")
+    return Update(awaiting_approval=True, stop_reason=STOP_PAUSED)
+
+
+@dataclass
+class Screened:
+    """What screening leaves: the calls to run and a validated structured answer, if one came."""
+
+    runnable: list[common_pb2.ToolCall] = field(default_factory=list)
     structured_output: str | None = None
+
+
+def refusal(state: RunState, position: int, call: common_pb2.ToolCall) -> common_pb2.ToolResult | None:
+    """The error result of a call that must not run (limits, a person's rejection); None if it may."""
     limits = state.config
+    if position >= limits.max_tool_calls_per_step:
+        message = (
+            f"Too many tool calls in one step (limit {limits.max_tool_calls_per_step}); call fewer at once."
+        )
+        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message)
+    if len(call.arguments_json.encode()) > limits.max_argument_bytes:
+        message = f"The arguments are larger than {limits.max_argument_bytes} bytes; send less data."
+        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message)
+    decision = state.approvals.get(call.id)
+    if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_REJECT:
+        reason = decision.reason or "no reason given"
+        return _error_result(call, common_pb2.TOOL_ERROR_KIND_REJECTED, f"Rejected by a person: {reason}")
+    return None
+
+
+def as_approved(state: RunState, call: common_pb2.ToolCall) -> common_pb2.ToolCall:
+    """The call with the arguments a person edited it to, or unchanged."""
+    decision = state.approvals.get(call.id)
+    if decision is None or decision.verdict != agent_pb2.ApprovalDecision.VERDICT_EDIT:
+        return call
+    edited = common_pb2.ToolCall()
+    edited.CopyFrom(call)
+    edited.arguments_json = decision.arguments_json
+    return edited
+
+
+async def screen(state: RunState, ctx: RunContext, todo: list[common_pb2.ToolCall], rnd: _Round) -> Screened:
+    """Answer the calls that must not run, check final_answer, apply edits and pre-acting hooks."""
+    out = Screened()
     for position, call in enumerate(todo):
-        if position >= limits.max_tool_calls_per_step:
-            limit = limits.max_tool_calls_per_step
-            message = f"Too many tool calls in one step (limit {limit}); call fewer at once."
-            await rnd.finish(_error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message))
-            continue
-        if len(call.arguments_json.encode()) > limits.max_argument_bytes:
-            message = f"The arguments are larger than {limits.max_argument_bytes} bytes; send less data."
-            await rnd.finish(_error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message))
-            continue
-        decision = decisions.get(call.id)
-        if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_REJECT:
-            reason = decision.reason or "no reason given"
-            await rnd.finish(
-                _error_result(call, common_pb2.TOOL_ERROR_KIND_REJECTED, f"Rejected by a person: {reason}")
-            )
-            continue
-        if state.config.output_schema is not None and call.name == FINAL_ANSWER_TOOL:
+        if (refused := refusal(state, position, call)) is not None:
+            await rnd.finish(refused)
+        elif state.config.output_schema is not None and call.name == FINAL_ANSWER_TOOL:
             result, valid = _check_final_answer(state, call)
             if valid is None:
                 ctx.sink.decision("structured_output_invalid", result.content)
-            structured_output = structured_output or valid
+            out.structured_output = out.structured_output or valid
             await rnd.finish(result)
-            continue
-        if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
-            edited = common_pb2.ToolCall()
-            edited.CopyFrom(call)
-            edited.arguments_json = decision.arguments_json
-            call = edited
-        runnable.append(call)
-    if runnable and state.config.hooks:
-        runnable, changed = await call_hooks(state.config.hooks, "pre_acting", hook_context(state), runnable)
+        else:
+            out.runnable.append(as_approved(state, call))
+    if out.runnable and state.config.hooks:
+        out.runnable, changed = await call_hooks(
+            state.config.hooks, "pre_acting", hook_context(state), out.runnable
+        )
         for name in changed:
             ctx.sink.decision("hook", f"{name} changed the tool calls before they ran")
+    return out
 
+
+async def run_batch(
+    state: RunState, ctx: RunContext, runnable: list[common_pb2.ToolCall], rnd: _Round
+) -> bool:
+    """Run the calls on the ToolService; True when a Cancel stopped them."""
+    if not runnable:
+        return False
     cancelled = False
-    if runnable:
-        try:
-            await ctx.unless_cancelled(_execute(state, ctx, runnable, rnd))
-        except RunCancelled:
-            cancelled = True
-        await rnd.drain()  # results already received are persisted and announced, even on cancel
+    try:
+        await ctx.unless_cancelled(_execute(state, ctx, runnable, rnd))
+    except RunCancelled:
+        cancelled = True
+    await rnd.drain()  # results already received are persisted and announced, even on cancel
+    return cancelled
+
+
+async def close_unanswered(calls: list[common_pb2.ToolCall], rnd: _Round) -> None:
+    """Cancelled, or dropped by a pre-acting hook: every call still gets a result."""
     for call in calls:
         if call.id not in rnd.finished:
-            # Cancelled, or dropped by a pre-acting hook: every call still gets a result.
             await rnd.finish(cancelled_result(call))
 
+
+def conclude(
+    state: RunState,
+    ctx: RunContext,
+    calls: list[common_pb2.ToolCall],
+    rnd: _Round,
+    *,
+    cancelled: bool,
+    structured_output: str | None,
+) -> Update:
+    """The round's update: its messages, and whether it ends the run (cancel, answer, limit, loop)."""
     update = Update(
         messages=[tool_message(rnd.finished[c.id]) for c in calls],
         tool_calls=calls,
@@ -315,17 +371,15 @@ async def tools(state: RunState, ctx: RunContext) -> Update:
     )
     if cancelled:
         update.stop, update.stop_reason = True, STOP_CANCELLED
-        return update
-    if structured_output is not None:
+    elif structured_output is not None:
         update.stop, update.stop_reason = True, STOP_COMPLETED
         update.structured_output_json = structured_output
-        return update
-    if state.current_step + 1 > state.max_steps:
+    elif state.current_step + 1 > state.max_steps:
         # Only a structured-output run gets a round at the limit (its forced final_answer);
         # an answer that still does not validate ends the run rather than extending it.
         update.stop, update.stop_reason = True, STOP_MAX_STEPS
-        return update
-    _after_round(state, ctx, calls, rnd, update)
+    else:
+        _after_round(state, ctx, calls, rnd, update)
     return update
 
 

@@ -32,6 +32,7 @@ from gateway import nodes
 from gateway.acting import tool_message
 from gateway.journal import StoreUnavailable, describe_failure
 from gateway.run_context import RunContext
+from gateway.snapshot import metadata_of
 from gateway.state import STOP_CANCELLED, STOP_ERROR, RunState, Update
 from gateway.store.base import LeaseLost, RunStatus
 
@@ -87,7 +88,7 @@ def final_event(state: RunState) -> agent_pb2.RunFinal:
     """The outcome of a finished run; the conversation without the system prompt."""
     return agent_pb2.RunFinal(
         final_reply=state.final_reply,
-        metadata=state.metadata(),
+        metadata=metadata_of(state),
         messages=state.messages[1:],
         structured_output_json=state.structured_output_json,
     )
@@ -102,18 +103,7 @@ async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> Run
     """
     node = start
     while node != END:
-        if ctx.cancel.is_set() and node in ("agent", "tools"):
-            log.info("run %s: cancelled before %s", state.run_id, node)
-            state.apply(Update(stop=True, stop_reason=STOP_CANCELLED))
-            node = "finalize"
-        ctx.sink.node_start(node, state.current_step)
-        log.info(
-            "run %s: enter %s (step %d)",
-            state.run_id,
-            node,
-            state.current_step,
-            extra={"run_id": state.run_id, "node": node, "step": state.current_step},
-        )
+        node = _enter(state, ctx, node)
         started = time.perf_counter()
         try:
             with ctx.telemetry.node(node, state.run_id, state.current_step):
@@ -128,35 +118,62 @@ async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> Run
         state.apply(update)
         following = EDGES[node](state)
         duration_ms = (time.perf_counter() - started) * 1000
-        log.info(
-            "run %s: %s -> %s (step %d)",
-            state.run_id,
-            node,
-            following or "END",
-            state.current_step,
-            extra={
-                "run_id": state.run_id,
-                "node": node,
-                "next_node": following or "END",
-                "step": state.current_step,
-                "duration_ms": round(duration_ms, 3),
-            },
-        )
-        if following == END and node == "tools" and state.awaiting_approval:
-            # Paused: resumable at this same node once decisions arrive, on any gateway.
-            ctx.sink.node_end(node, state.current_step, duration_ms)
-            await ctx.journal.checkpoint(state, node, node, update.messages, RunStatus.PAUSED)
-            return state
-        if following == END:
-            ctx.sink.node_end(node, state.current_step, duration_ms)
-            ctx.sink.final(final_event(state))
-            status = _FINAL_STATUS.get(state.stop_reason, RunStatus.COMPLETED)
-            await ctx.journal.checkpoint(state, node, END, update.messages, status)
-        else:
-            await ctx.journal.checkpoint(state, node, following, update.messages)
-            ctx.sink.node_end(node, state.current_step, duration_ms)
+        _log_transition(state, node, following, duration_ms)
+        await _commit(state, ctx, node, following, update, duration_ms)
         node = following
     return state
+
+
+def _enter(state: RunState, ctx: RunContext, node: str) -> str:
+    """The node that actually runs next (finalize once Cancel arrived), announced and logged."""
+    if ctx.cancel.is_set() and node in ("agent", "tools"):
+        log.info("run %s: cancelled before %s", state.run_id, node)
+        state.apply(Update(stop=True, stop_reason=STOP_CANCELLED))
+        node = "finalize"
+    ctx.sink.node_start(node, state.current_step)
+    log.info(
+        "run %s: enter %s (step %d)",
+        state.run_id,
+        node,
+        state.current_step,
+        extra={"run_id": state.run_id, "node": node, "step": state.current_step},
+    )
+    return node
+
+
+def _log_transition(state: RunState, node: str, following: str, duration_ms: float) -> None:
+    log.info(
+        "run %s: %s -> %s (step %d)",
+        state.run_id,
+        node,
+        following or "END",
+        state.current_step,
+        extra={
+            "run_id": state.run_id,
+            "node": node,
+            "next_node": following or "END",
+            "step": state.current_step,
+            "duration_ms": round(duration_ms, 3),
+        },
+    )
+
+
+async def _commit(
+    state: RunState, ctx: RunContext, node: str, following: str, update: Update, duration_ms: float
+) -> None:
+    """Checkpoint the transition out of `node`: paused, ended (with the final event) or going on."""
+    if following == END and node == "tools" and state.awaiting_approval:
+        # Paused: resumable at this same node once decisions arrive, on any gateway.
+        ctx.sink.node_end(node, state.current_step, duration_ms)
+        await ctx.journal.checkpoint(state, node, node, update.messages, RunStatus.PAUSED)
+    elif following == END:
+        ctx.sink.node_end(node, state.current_step, duration_ms)
+        ctx.sink.final(final_event(state))
+        status = _FINAL_STATUS.get(state.stop_reason, RunStatus.COMPLETED)
+        await ctx.journal.checkpoint(state, node, END, update.messages, status)
+    else:
+        await ctx.journal.checkpoint(state, node, following, update.messages)
+        ctx.sink.node_end(node, state.current_step, duration_ms)
 
 
 async def _fail(state: RunState, ctx: RunContext, node: str, code: str, message: str) -> RunState:

@@ -22,6 +22,7 @@ import sqlalchemy.exc
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import checkpoint_pb2, common_pb2
 from gateway.events import EventSink
+from gateway.snapshot import to_record
 from gateway.state import RunState
 from gateway.store.base import CheckpointWrite, RunStatus, Store
 
@@ -138,35 +139,8 @@ class RunJournal:
             task.cancel()
 
     def record(self, state: RunState, node: str, next_node: str) -> checkpoint_pb2.CheckpointRecord:
-        """The fixed-size scalar part of the state after `node`."""
-        record = checkpoint_pb2.CheckpointRecord(
-            node=node,
-            next_node=next_node,
-            current_step=state.current_step,
-            llm_calls=state.llm_calls,
-            usage=state.usage,
-            stop=state.stop,
-            stop_reason=state.stop_reason,
-            final_reply=state.final_reply,
-            message_count=len(state.messages) - 1,
-            tools_used=state.tools_used,
-            tool_calls=len(state.tool_call_history),
-            last_sequence=self._sink.sequence,
-            suggested_next_step=state.suggested_next_step,
-            hint=state.hint,
-            structured_output_json=state.structured_output_json,
-            run_message_start=state.run_message_start - 1,
-            awaiting_approval=state.awaiting_approval,
-            approvals=state.approvals,
-            calibration_prompt_tokens=state.calibration.prompt_tokens,
-            calibration_estimate_tokens=state.calibration.estimate_tokens,
-        )
-        if state.error is not None:
-            code, message, failed_node = state.error
-            record.error.code = code
-            record.error.message = message
-            record.error.node = failed_node
-        return record
+        """The checkpoint of the state after `node`, numbered with the events emitted so far."""
+        return to_record(state, node, next_node, self._sink.sequence)
 
     async def checkpoint(
         self,

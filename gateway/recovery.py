@@ -1,4 +1,6 @@
-"""How a run is rebuilt, how one that cannot go on still ends, and what a takeover tells clients.
+"""How a run that cannot go on still ends, and what a takeover tells clients.
+
+Rebuilding a run's state from its checkpoint is gateway/snapshot.py's job.
 
 Two situations leave a run without its usual ending. A fault nobody
 classified (a database error, a bug) escapes the graph: the run must still
@@ -13,40 +15,17 @@ from __future__ import annotations
 
 import logging
 
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.acting import tool_message
-from gateway.context import calibration_of
 from gateway.journal import describe_failure
 from gateway.run_context import RunContext
-from gateway.state import STOP_ERROR, STOP_PAUSED, RunState
+from gateway.state import STOP_ERROR, RunState
 from gateway.store.base import CheckpointRow, LeaseLost, RunRow, RunStatus, Store
 
 log = logging.getLogger(__name__)
 
 FAULT_NODE = "gateway"
 """The node named by the error event of a run ended by an unexpected fault."""
-
-
-def restore_state(
-    state: RunState, rec: checkpoint_pb2.CheckpointRecord, approvals: dict[str, bytes] | None
-) -> None:
-    """Put a checkpoint's scalar state back into `state` (messages come from the thread)."""
-    state.current_step = rec.current_step
-    state.llm_calls = rec.llm_calls
-    state.usage.CopyFrom(rec.usage)
-    state.stop = rec.stop
-    state.stop_reason = rec.stop_reason
-    state.final_reply = rec.final_reply
-    state.tools_used = list(rec.tools_used)
-    state.suggested_next_step = rec.suggested_next_step
-    state.hint = rec.hint
-    state.structured_output_json = rec.structured_output_json
-    state.run_message_start = rec.run_message_start + 1
-    state.awaiting_approval = rec.awaiting_approval and not approvals
-    if approvals and state.stop_reason == STOP_PAUSED:
-        state.stop_reason = ""
-    state.approvals = dict(rec.approvals)
-    state.calibration = calibration_of(rec)
 
 
 def resumed_note(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -21,10 +20,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
-from agentloop.jsonlimits import JsonLimitError, check_bounds
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.admission import open_thread
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
 from gateway.context import calibration_of
@@ -35,12 +34,19 @@ from gateway.hooks import HookRegistry
 from gateway.journal import RunJournal, StoreUnavailable, describe_failure
 from gateway.memory import MemoryStore
 from gateway.observe import traced_run
-from gateway.recovery import end_after_fault, end_unlaunchable, restore_state, resumed_note
+from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
 from gateway.run_context import RunContext
+from gateway.snapshot import initial_state, restore
 from gateway.state import RunState
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
 from gateway.store.hotpath import run_to_completion
-from gateway.validation import RunLikeRequest, new_turn_messages, run_config
+from gateway.validation import (
+    RunLikeRequest,
+    check_decisions,
+    new_turn_messages,
+    resolved_options,
+    run_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -243,48 +249,22 @@ class RunManager:
     async def _begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         run_deadline = time.monotonic() + self._settings.max_run_s
         deadline = run_deadline if deadline is None else min(deadline, run_deadline)
-        config = run_config(request.options, self._settings, force_no_stream=not streaming, hooks=self.hooks)
+        options = agent_pb2.RunOptions()
+        options.CopyFrom(request.options)
+        if not streaming:
+            options.stream_mode = agent_pb2.STREAM_MODE_NONE
+        config = run_config(options, self._settings, hooks=self.hooks)
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         thread_id = request.thread_id or uuid.uuid4().hex
-        thread = await self._store.get_thread(thread_id, user_id=request.user_id)
-        if thread is not None and thread.user_id != request.user_id:
-            raise NotFound(
-                f"thread {thread_id!r} not found",
-                reason="THREAD_NOT_FOUND",
-                metadata={"thread_id": thread_id},
-            )
-        if thread is not None and thread.message_count and request.history:
-            raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
-        previous = None
-        if thread is None:
-            thread = await self._store.create_thread(thread_id, request.user_id)
-            if thread.user_id != request.user_id:
-                raise NotFound(
-                    f"thread {thread_id!r} not found",
-                    reason="THREAD_NOT_FOUND",
-                    metadata={"thread_id": thread_id},
-                )
-        else:
-            latest = await self._store.latest_run(thread_id, user_id=request.user_id)
-            if latest is not None and latest.status == RunStatus.PAUSED:
-                raise Aborted(
-                    f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
-                    "Resume it with decisions (or Cancel it) first",
-                    reason="THREAD_AWAITING_APPROVAL",
-                    metadata={"thread_id": thread_id, "run_id": latest.run_id},
-                )
-            # The thread's last run knows how the model counts tokens: keep its calibration.
-            previous = await self._store.latest_checkpoint(latest.run_id) if latest is not None else None
+        previous = await open_thread(self._store, request, thread_id)
         stored = agent_pb2.RunRequest(
             input=request.input,
             user_id=request.user_id,
             thread_id=thread_id,
             history=request.history,
-            options=request.options,
+            options=resolved_options(options, config),
         )
-        if not streaming:
-            stored.options.stream_mode = agent_pb2.STREAM_MODE_NONE
         run_id = uuid.uuid4().hex
         enqueue = request.options.concurrency == agent_pb2.CONCURRENCY_POLICY_ENQUEUE
         self._setting_up.add(run_id)
@@ -310,11 +290,7 @@ class RunManager:
             if enqueue:
                 started = await self._start_when_free(run_id, thread_id)
             history = await self._store.thread_messages(thread_id, user_id=request.user_id)
-            state = RunState(run_id=run_id, thread_id=thread_id, user_id=request.user_id, config=config)
-            state.messages = [
-                common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
-                *history,
-            ]
+            state = initial_state(run_id, thread_id, request.user_id, config, history)
             if previous is not None:
                 state.calibration = calibration_of(previous.record)
             sink = EventSink(run_id, thread_id)
@@ -366,7 +342,7 @@ class RunManager:
         if (active := self._active.get(run_id)) is not None and not decisions:
             return active
         if row.status == RunStatus.PAUSED:
-            approvals = await self._check_decisions(row, decisions or [])
+            approvals = await self._decisions_for(row, decisions or [])
             if not self._take(run_id):
                 raise FailedPrecondition(
                     f"run {run_id!r} is being resumed already",
@@ -411,41 +387,23 @@ class RunManager:
         finally:
             self._taking.discard(run_id)
 
-    async def _check_decisions(
+    async def _decisions_for(
         self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
-    ) -> dict[str, bytes]:
-        """Validate decisions against the paused run's pending calls; serialized by call id."""
+    ) -> dict[str, agent_pb2.ApprovalDecision]:
+        """A paused run's decisions, checked against its pending calls (the thread's last message)."""
         if not decisions:
             raise InvalidArgument(
                 "decisions", f"run {row.run_id!r} is waiting for approval: give one per pending call"
             )
         history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
-        pending = {c.id for c in (history[-1].tool_calls if history else ())}
-        out: dict[str, bytes] = {}
-        for i, decision in enumerate(decisions):
-            field = f"decisions[{i}]"
-            if decision.tool_call_id not in pending:
-                raise InvalidArgument(
-                    f"{field}.tool_call_id", f"{decision.tool_call_id!r} is not a pending call"
-                )
-            if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_UNSPECIFIED:
-                raise InvalidArgument(f"{field}.verdict", "must be APPROVE, REJECT or EDIT")
-            if decision.verdict not in agent_pb2.ApprovalDecision.Verdict.values():
-                raise InvalidArgument(f"{field}.verdict", f"unknown value {decision.verdict}")
-            if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
-                try:
-                    edited = json.loads(check_bounds(decision.arguments_json, what=f"{field}.arguments_json"))
-                except JsonLimitError as exc:
-                    raise InvalidArgument(exc.what, exc.problem) from None
-                except ValueError as exc:
-                    raise InvalidArgument(f"{field}.arguments_json", f"is not valid JSON: {exc}") from None
-                if not isinstance(edited, dict):
-                    raise InvalidArgument(f"{field}.arguments_json", "must be a JSON object")
-            out[decision.tool_call_id] = decision.SerializeToString()
-        return out
+        return check_decisions(decisions, {c.id for c in (history[-1].tool_calls if history else ())})
 
     async def _launch_existing(
-        self, run_id: str, approvals: dict[str, bytes] | None = None, *, takeover: bool = False
+        self,
+        run_id: str,
+        approvals: dict[str, agent_pb2.ApprovalDecision] | None = None,
+        *,
+        takeover: bool = False,
     ) -> ActiveRun:
         """Rebuild a claimed run from its newest checkpoint and continue it.
 
@@ -458,23 +416,19 @@ class RunManager:
         if row is None:
             raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
         request = agent_pb2.RunRequest.FromString(row.request)
-        config = run_config(request.options, self._settings, force_no_stream=False, hooks=self.hooks)
+        # The stored options are the ones resolved at creation: this gateway's defaults do not apply.
+        config = run_config(request.options, self._settings, hooks=self.hooks)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         checkpoint = await self._store.latest_checkpoint(run_id)
         history = await self._store.thread_messages(row.thread_id, user_id=row.user_id)
-        state = RunState(run_id=run_id, thread_id=row.thread_id, user_id=row.user_id, config=config)
-        state.messages = [
-            common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
-            *history,
-        ]
+        state = initial_state(run_id, row.thread_id, row.user_id, config, history)
         start, new_messages = START, new_turn_messages(request)
-        state.run_message_start = len(state.messages)
+        recorded = await self._store.tool_results(run_id)
         if checkpoint is not None:
             start, new_messages = checkpoint.record.next_node or END, []
-            restore_state(state, checkpoint.record, approvals)
-        state.approvals.update(approvals or {})
-        recorded = await self._store.tool_results(run_id)
-        state.tool_result_history = list(recorded.values())
+            restore(state, checkpoint.record, recorded, approvals)
+        else:
+            state.approvals.update(approvals or {})
         sink = EventSink(run_id, row.thread_id, last_sequence=row.next_sequence_base)
         log.info("run %s resumes at %s (step %d)", run_id, start or "END", state.current_step)
         note = resumed_note(row, checkpoint, state, recorded) if takeover else None

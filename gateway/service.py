@@ -26,6 +26,7 @@ from gateway.clients import Dependencies, Retry
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.runs import ActiveRun, RunManager, deadline_from
+from gateway.snapshot import metadata_of
 from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store
 from gateway.store.factory import open_store
 from gateway.validation import check_ids
@@ -75,22 +76,14 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
         run_id=run.run_id,
         thread_id=run.thread_id,
         status=STATUS_TO_PROTO[run.status],
+        # Resolved and stored at creation; the default only for runs stored before that.
         max_steps=request.options.max_steps or default_max_steps,
         owner=run.owner or "",
         created_at=_timestamp(run.created_at),
     )
     if checkpoint is not None:
         rec = checkpoint.record
-        info.metadata.CopyFrom(
-            agent_pb2.RunMetadata(
-                steps_taken=rec.current_step,
-                tools_used=rec.tools_used,
-                stop_reason=rec.stop_reason,
-                llm_calls=rec.llm_calls,
-                usage=rec.usage,
-                tool_calls=rec.tool_calls,
-            )
-        )
+        info.metadata.CopyFrom(metadata_of(rec))
         info.final_reply = rec.final_reply
         info.next_node = rec.next_node
         info.checkpoint_id = checkpoint.checkpoint_id

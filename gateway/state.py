@@ -74,9 +74,24 @@ class Update:
     hint: str | None = None
     structured_output_json: str | None = None
     awaiting_approval: bool | None = None
-    approvals: dict[str, bytes] | None = None
+    approvals: dict[str, agent_pb2.ApprovalDecision] | None = None
     recalled: list[str] | None = None
     calibration: Calibration | None = None
+
+
+_OVERWRITTEN = (
+    "stop",
+    "stop_reason",
+    "final_reply",
+    "suggested_next_step",
+    "hint",
+    "structured_output_json",
+    "awaiting_approval",
+    "approvals",
+    "recalled",
+    "calibration",
+)
+"""Update fields that replace the state's value when set (the others append or add)."""
 
 
 @dataclass
@@ -106,7 +121,8 @@ class RunState:
     run_message_start: int = 1
     """Index in `messages` where this run's own messages start."""
     awaiting_approval: bool = False
-    approvals: dict[str, bytes] = field(default_factory=dict)
+    approvals: dict[str, agent_pb2.ApprovalDecision] = field(default_factory=dict)
+    """Human decisions on the pending tool calls, by call id (consumed by the next tools node)."""
     recalled: list[str] | None = None
     """Facts recalled from long-term memory for this run (None: not looked up yet)."""
     calibration: Calibration = field(default_factory=Calibration)
@@ -148,34 +164,6 @@ class RunState:
             self.usage.completion_tokens += update.usage.completion_tokens
             self.usage.total_tokens += update.usage.total_tokens
             self.usage.reasoning_tokens += update.usage.reasoning_tokens
-        if update.stop is not None:
-            self.stop = update.stop
-        if update.stop_reason is not None:
-            self.stop_reason = update.stop_reason
-        if update.final_reply is not None:
-            self.final_reply = update.final_reply
-        if update.suggested_next_step is not None:
-            self.suggested_next_step = update.suggested_next_step
-        if update.hint is not None:
-            self.hint = update.hint
-        if update.structured_output_json is not None:
-            self.structured_output_json = update.structured_output_json
-        if update.awaiting_approval is not None:
-            self.awaiting_approval = update.awaiting_approval
-        if update.approvals is not None:
-            self.approvals = update.approvals
-        if update.recalled is not None:
-            self.recalled = update.recalled
-        if update.calibration is not None:
-            self.calibration = update.calibration
-
-    def metadata(self) -> agent_pb2.RunMetadata:
-        """seed 000's finalize metadata."""
-        return agent_pb2.RunMetadata(
-            steps_taken=self.current_step,
-            tools_used=self.tools_used,
-            stop_reason=self.stop_reason,
-            llm_calls=self.llm_calls,
-            usage=self.usage,
-            tool_calls=len(self.tool_call_history),
-        )
+        for name in _OVERWRITTEN:
+            if (value := getattr(update, name)) is not None:
+                setattr(self, name, value)

@@ -6,12 +6,13 @@ must be ..."), so a client in any language can tell what to fix.
 
 from __future__ import annotations
 
+import json
 import math
 
 import jsonschema
 
 from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError, loads_bounded
+from agentloop.jsonlimits import JsonLimitError, check_bounds, loads_bounded
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import HookRegistry
@@ -105,13 +106,8 @@ def _context_budget(options: agent_pb2.RunOptions, settings: GatewaySettings) ->
     return budget, keep
 
 
-def run_config(
-    options: agent_pb2.RunOptions,
-    settings: GatewaySettings,
-    force_no_stream: bool,
-    hooks: HookRegistry | None = None,
-) -> RunConfig:
-    """Validated per-run settings with the gateway's defaults filled in."""
+def _check_options(options: agent_pb2.RunOptions) -> None:
+    """The options' own ranges and enums, each refusal naming its field."""
     if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
         raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
     timeout = options.tool_timeout_seconds
@@ -119,30 +115,38 @@ def run_config(
         raise InvalidArgument("options.tool_timeout_seconds", f"must be between 0 and {MAX_TOOL_TIMEOUT_S:g}")
     if options.stream_mode not in agent_pb2.StreamMode.values():
         raise InvalidArgument("options.stream_mode", f"unknown value {options.stream_mode}")
-    temperature: float | None = None
     if options.HasField("temperature"):
         temperature = options.temperature
         if math.isnan(temperature) or not 0.0 <= temperature <= 2.0:
             raise InvalidArgument("options.temperature", "must be between 0 and 2")
     if options.concurrency not in agent_pb2.ConcurrencyPolicy.values():
         raise InvalidArgument("options.concurrency", f"unknown value {options.concurrency}")
-    for i, name in enumerate(options.tools):
-        if not name:
-            raise InvalidArgument(f"options.tools[{i}]", "must not be empty")
-    for i, name in enumerate(options.require_approval):
-        if not name:
-            raise InvalidArgument(f"options.require_approval[{i}]", "must not be empty")
+    for field in ("tools", "require_approval"):
+        for i, name in enumerate(getattr(options, field)):
+            if not name:
+                raise InvalidArgument(f"options.{field}[{i}]", "must not be empty")
+
+
+def run_config(
+    options: agent_pb2.RunOptions, settings: GatewaySettings, hooks: HookRegistry | None = None
+) -> RunConfig:
+    """Validated per-run settings with the gateway's defaults filled in.
+
+    Called once when a run is created; the result's wire form
+    (`resolved_options`) is stored with the run, so a gateway that resumes or
+    adopts it reads the same limits whatever its own defaults are.
+    """
+    _check_options(options)
     budget, keep = _context_budget(options, settings)
     registry = hooks or HookRegistry()
-    mode = options.stream_mode or agent_pb2.STREAM_MODE_FINAL_ONLY
     return RunConfig(
         system_prompt=options.system_prompt or settings.system_prompt,
         max_steps=options.max_steps or settings.max_steps,
-        stream_mode=agent_pb2.STREAM_MODE_NONE if force_no_stream else mode,
+        stream_mode=options.stream_mode or agent_pb2.STREAM_MODE_FINAL_ONLY,
         model=options.model,
         tool_names=tuple(options.tools),
-        tool_timeout_s=timeout,
-        temperature=temperature,
+        tool_timeout_s=options.tool_timeout_seconds,
+        temperature=options.temperature if options.HasField("temperature") else None,
         context_budget_tokens=budget,
         context_keep_recent_tokens=keep,
         context_summary_prompt=options.context_summary_prompt,
@@ -158,6 +162,55 @@ def run_config(
         max_tool_calls_per_step=settings.max_tool_calls_per_step,
         max_argument_bytes=settings.max_argument_bytes,
     )
+
+
+def resolved_options(options: agent_pb2.RunOptions, config: RunConfig) -> agent_pb2.RunOptions:
+    """`options` with every gateway default that `config` filled in written out: the run's stored form.
+
+    `run_config` of the result gives `config` back on any gateway (except the
+    gateway-wide limits RunOptions has no field for: tool calls per step,
+    argument bytes and per-tool loop policies).
+    """
+    resolved = agent_pb2.RunOptions()
+    resolved.CopyFrom(options)
+    resolved.system_prompt = config.system_prompt
+    resolved.max_steps = config.max_steps
+    resolved.stream_mode = agent_pb2.StreamMode.ValueType(config.stream_mode)
+    resolved.context_budget_tokens = config.context_budget_tokens
+    resolved.loop_detection.disabled = not config.loops.enabled
+    resolved.loop_detection.max_period = config.loops.max_period
+    resolved.hooks[:] = [hook.name for hook in config.hooks]
+    return resolved
+
+
+def check_decisions(
+    decisions: list[agent_pb2.ApprovalDecision], pending: set[str]
+) -> dict[str, agent_pb2.ApprovalDecision]:
+    """A Resume's decisions, checked against the paused run's `pending` call ids; by call id."""
+    out: dict[str, agent_pb2.ApprovalDecision] = {}
+    for i, decision in enumerate(decisions):
+        field = f"decisions[{i}]"
+        if decision.tool_call_id not in pending:
+            raise InvalidArgument(f"{field}.tool_call_id", f"{decision.tool_call_id!r} is not a pending call")
+        if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_UNSPECIFIED:
+            raise InvalidArgument(f"{field}.verdict", "must be APPROVE, REJECT or EDIT")
+        if decision.verdict not in agent_pb2.ApprovalDecision.Verdict.values():
+            raise InvalidArgument(f"{field}.verdict", f"unknown value {decision.verdict}")
+        if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_EDIT:
+            _check_edited_arguments(decision.arguments_json, f"{field}.arguments_json")
+        out[decision.tool_call_id] = decision
+    return out
+
+
+def _check_edited_arguments(text: str, field: str) -> None:
+    try:
+        edited = json.loads(check_bounds(text, what=field))
+    except JsonLimitError as exc:
+        raise InvalidArgument(exc.what, exc.problem) from None
+    except ValueError as exc:
+        raise InvalidArgument(field, f"is not valid JSON: {exc}") from None
+    if not isinstance(edited, dict):
+        raise InvalidArgument(field, "must be a JSON object")
 
 
 def new_turn_messages(request: RunLikeRequest) -> list[common_pb2.Message]:

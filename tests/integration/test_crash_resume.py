@@ -43,8 +43,20 @@ SCRIPT = Script(
                 Turn(content="All counted: {{last_tool}}."),
             ),
         ),
+        Scenario(match="remember", turns=(Turn(content="Noted."),)),
+        Scenario(
+            match="limits",
+            turns=(
+                *(
+                    Turn(tool_calls=(ScriptedToolCall("count_once", {"key": f"limit-{i}", "seconds": 0.3}),))
+                    for i in range(8)
+                ),
+                Turn(content="Counted them all."),
+            ),
+        ),
     )
 )
+FACT = "my lucky colour is blue"
 
 
 @pytest.fixture
@@ -58,7 +70,7 @@ async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe
 
 
 @contextmanager
-def gateway_process(stack: Stack, database_url: str, name: str) -> Iterator[Child]:
+def gateway_process(stack: Stack, database_url: str, name: str, **settings: str) -> Iterator[Child]:
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url,
@@ -66,6 +78,7 @@ def gateway_process(stack: Stack, database_url: str, name: str) -> Iterator[Chil
         AGENTLOOP_ORPHAN_SCAN_S="0.2",
         AGENTLOOP_INSTANCE_ID=name,
         AGENTLOOP_LOG_LEVEL="INFO",
+        **settings,
     )
     argv = [
         sys.executable, "-m", "agentloop.cli", "serve", "gateway", "--port", "0",
@@ -141,6 +154,7 @@ async def test_killed_gateway_run_is_resumed_without_rerunning_finished_tools(
     stack_and_probe: tuple[Stack, Probe], database_url: str, point: str
 ) -> None:
     stack, probe = stack_and_probe
+    await stack.run(f"Remember that {FACT}.", user_id="ana")
     if point == "during_agent":
         stack.model.set_script(Script(scenarios=SCRIPT.scenarios, latency=Latency(response_ms=1500)))
     with gateway_process(stack, database_url, "gw-1") as first:
@@ -163,6 +177,15 @@ async def test_killed_gateway_run_is_resumed_without_rerunning_finished_tools(
     results = [m.tool_call_id for m in final.messages if m.tool_call_id]
     assert calls == results
     assert len(calls) == 3
+    # The resumed run counts the calls made before the crash too, and still knows what it recalled.
+    assert final.metadata.tool_calls == 3
+    assert _told_the_model(stack, FACT)
+
+
+def _told_the_model(stack: Stack, fact: str) -> bool:
+    """Whether the newest model request carried `fact` as a recalled memory."""
+    last = stack.model.requests[-1]
+    return any(m["role"] == "system" and fact in (m.get("content") or "") for m in last["messages"])
 
 
 async def test_two_gateways_racing_for_an_orphan_resume_it_once(
@@ -209,3 +232,23 @@ async def test_sigterm_hands_running_runs_over_at_once(
         events = await asyncio.wait_for(watch_to_end(second.port, run_id), 30)
     assert final_of(events).final_reply == "All counted: counted step-2."
     assert dict(probe.finished) == {"fast-1": 1, "slow-1": 1, "step-2": 1}
+
+
+async def test_an_adopted_run_keeps_the_step_limit_it_was_created_with(
+    stack_and_probe: tuple[Stack, Probe], database_url: str
+) -> None:
+    """The limit is resolved once, by the gateway that created the run, and stored with it."""
+    stack, _ = stack_and_probe
+    with gateway_process(stack, database_url, "gw-3-steps", AGENTLOOP_MAX_STEPS="3") as first:
+        seen = await run_until(first.port, is_tool_end("limit-0"), text="limits")
+        kill(first)
+    run_id = seen[0].run_id
+    with gateway_process(stack, database_url, "gw-50-steps", AGENTLOOP_MAX_STEPS="50") as second:
+        events = await asyncio.wait_for(watch_to_end(second.port, run_id), 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{second.port}") as channel:
+            thread = await agent_pb2_grpc.AgentStub(channel).GetThread(
+                agent_pb2.GetThreadRequest(thread_id=seen[0].thread_id, user_id="ana")
+            )
+    final = final_of(events)
+    assert (final.metadata.steps_taken, final.metadata.stop_reason) == (3, "max_steps")
+    assert thread.state.max_steps == 3

@@ -8,8 +8,9 @@ from agentloop.errors import InvalidArgument
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.graph import EDGES, END, NODES, START, route_after_agent
+from gateway.snapshot import metadata_of
 from gateway.state import RunConfig, RunState, Update
-from gateway.validation import new_turn_messages, run_config
+from gateway.validation import new_turn_messages, resolved_options, run_config
 
 
 def _state() -> RunState:
@@ -35,7 +36,7 @@ def test_apply_appends_histories_and_counts_tools_once_in_first_use_order() -> N
     assert state.current_step == 1
     assert state.llm_calls == 1
     assert state.usage.prompt_tokens == 5
-    md = state.metadata()
+    md = metadata_of(state)
     assert (md.steps_taken, md.tool_calls, list(md.tools_used)) == (1, 3, ["b", "a"])
 
 
@@ -58,18 +59,17 @@ def test_graph_is_closed_every_edge_leads_to_a_node_or_end() -> None:
         assert target == END or target in NODES, node
 
 
-def test_run_config_fills_defaults_and_forces_no_streaming_for_invoke() -> None:
+def test_run_config_fills_defaults_and_its_stored_form_ignores_another_gateways_defaults() -> None:
     settings = GatewaySettings(max_steps=7, system_prompt="default prompt")
-    cfg = run_config(agent_pb2.RunOptions(), settings, force_no_stream=False)
+    cfg = run_config(agent_pb2.RunOptions(), settings)
     assert (cfg.max_steps, cfg.system_prompt, cfg.stream_mode) == (
         7,
         "default prompt",
         agent_pb2.STREAM_MODE_FINAL_ONLY,
     )
-    cfg = run_config(
-        agent_pb2.RunOptions(stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS), settings, force_no_stream=True
-    )
-    assert cfg.stream_mode == agent_pb2.STREAM_MODE_NONE
+    stored = resolved_options(agent_pb2.RunOptions(), cfg)
+    other = GatewaySettings(max_steps=50, system_prompt="other prompt", context_budget_tokens=999)
+    assert run_config(stored, other) == cfg
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_run_config_fills_defaults_and_forces_no_streaming_for_invoke() -> None:
 )
 def test_run_config_rejects_bad_options(options: agent_pb2.RunOptions, field: str) -> None:
     with pytest.raises(InvalidArgument) as info:
-        run_config(options, GatewaySettings(), force_no_stream=False)
+        run_config(options, GatewaySettings())
     assert info.value.field == field
 
 

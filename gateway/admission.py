@@ -1,0 +1,49 @@
+"""Whether a new run may start on a thread, and the thread it starts on.
+
+Checked before the run is created, so a refused request leaves nothing
+behind: another user's thread reads as missing (NOT_FOUND, never "forbidden",
+so thread ids cannot be probed), seed history is refused on a thread that
+already has messages, and a thread whose last run waits for approval takes no
+new run until that one is resumed or cancelled.
+"""
+
+from __future__ import annotations
+
+from agentloop.errors import Aborted, InvalidArgument, NotFound
+from gateway.store.base import CheckpointRow, RunStatus, Store
+from gateway.validation import RunLikeRequest
+
+
+def _not_found(thread_id: str) -> NotFound:
+    return NotFound(
+        f"thread {thread_id!r} not found", reason="THREAD_NOT_FOUND", metadata={"thread_id": thread_id}
+    )
+
+
+async def open_thread(store: Store, request: RunLikeRequest, thread_id: str) -> CheckpointRow | None:
+    """The run's thread, created when new; returns its last run's newest checkpoint, if any.
+
+    That checkpoint carries how the model counts tokens (its calibration),
+    which the new run keeps.
+    """
+    thread = await store.get_thread(thread_id, user_id=request.user_id)
+    if thread is None:
+        thread = await store.create_thread(thread_id, request.user_id)
+        if thread.user_id != request.user_id:
+            raise _not_found(thread_id)
+        return None
+    if thread.user_id != request.user_id:
+        raise _not_found(thread_id)
+    if thread.message_count and request.history:
+        raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
+    latest = await store.latest_run(thread_id, user_id=request.user_id)
+    if latest is None:
+        return None
+    if latest.status == RunStatus.PAUSED:
+        raise Aborted(
+            f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
+            "Resume it with decisions (or Cancel it) first",
+            reason="THREAD_AWAITING_APPROVAL",
+            metadata={"thread_id": thread_id, "run_id": latest.run_id},
+        )
+    return await store.latest_checkpoint(latest.run_id)
