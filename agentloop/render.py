@@ -6,6 +6,8 @@ import json
 import sys
 from typing import TextIO
 
+from google.rpc import code_pb2
+
 from agentloop.v1 import agent_pb2
 
 _DIM = "\033[2m"
@@ -68,11 +70,14 @@ class EventRenderer:
         elif kind == "tool_start":
             ts = event.tool_start
             self._streamed.clear()
-            self._line(f"→ {ts.tool}({_short(ts.args_json, 80)})  [{ts.id}]")
+            self._line(f"→ {ts.name}({_short(ts.arguments_json, 80)})  [{ts.tool_call_id}]")
         elif kind == "tool_end":
             result = event.tool_end.result
             mark = "✗" if result.is_error else "✓"
-            self._line(f"{mark} {result.name}: {_short(result.content)}  ({result.duration_ms:.1f} ms)")
+            self._line(
+                f"{mark} {result.name}: {_short(result.content)}"
+                f"  ({result.duration.ToNanoseconds() / 1e6:.1f} ms)"
+            )
         elif kind in ("node_start", "node_end") and self._show_nodes:
             node = event.node_start if kind == "node_start" else event.node_end
             self._line(self._dim(f"[{kind} {node.node} step={node.step}]"))
@@ -84,10 +89,12 @@ class EventRenderer:
             summary = {
                 "steps_taken": md.steps_taken,
                 "tools_used": list(md.tools_used),
-                "stop_reason": md.stop_reason,
+                "stop_reason": agent_pb2.StopReason.Name(md.stop_reason).removeprefix("STOP_REASON_").lower(),
                 "llm_calls": md.llm_calls,
             }
             self._line(self._dim(f"— {json.dumps(summary)}"))
         elif kind == "error":
             self.error = event.error
-            self._line(f"error [{event.error.code}] in {event.error.node}: {event.error.message}")
+            self._line(
+                f"error [{code_pb2.Code.Name(event.error.code)}] in {event.error.node}: {event.error.message}"
+            )

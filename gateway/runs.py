@@ -315,6 +315,8 @@ class RunManager:
                 common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=config.system_prompt),
                 *history,
             ]
+            # This run's messages start at its question: a new thread's seed history is the client's.
+            state.run_message_start = len(state.messages) + len(request.history)
             if previous is not None:
                 state.calibration = calibration_of(previous.record)
             sink = EventSink(run_id, thread_id)
@@ -468,7 +470,7 @@ class RunManager:
             *history,
         ]
         start, new_messages = START, new_turn_messages(request)
-        state.run_message_start = len(state.messages)
+        state.run_message_start = len(state.messages) + len(request.history)
         if checkpoint is not None:
             start, new_messages = checkpoint.record.next_node or END, []
             restore_state(state, checkpoint.record, approvals)

@@ -21,12 +21,13 @@ from agentloop.security import Authenticator, TlsSettings, effective_user, servi
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
-from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from gateway.clients import Dependencies, Retry
+from gateway.events import status_code, stop_reason_value
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.runs import ActiveRun, RunManager, deadline_from
-from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store
+from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store, ThreadRow
 from gateway.store.factory import open_store
 from gateway.validation import check_ids
 
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
+PAGE_BYTES = 1 << 20
+"""A GetThread page ends once it holds this many bytes of messages (one message at least), so a
+response stays far below the 4 MiB default receive limit of gRPC clients however long the thread."""
 
 STATUS_TO_PROTO = {
     RunStatus.QUEUED: agent_pb2.RUN_STATUS_QUEUED,
@@ -85,7 +89,7 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
             agent_pb2.RunMetadata(
                 steps_taken=rec.current_step,
                 tools_used=rec.tools_used,
-                stop_reason=rec.stop_reason,
+                stop_reason=stop_reason_value(rec.stop_reason),
                 llm_calls=rec.llm_calls,
                 usage=rec.usage,
                 tool_calls=rec.tool_calls,
@@ -95,6 +99,25 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
         info.next_node = rec.next_node
         info.checkpoint_id = checkpoint.checkpoint_id
     return info
+
+
+def page_request(page_size: int, page_token: str) -> tuple[int, int]:
+    """(size, offset) of a page request, checked: size in [1, MAX_PAGE_SIZE] (0 = default), token = offset."""
+    if not 0 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidArgument("page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})")
+    if page_token and not (page_token.isascii() and page_token.isdigit() and int(page_token) < 2**63):
+        raise InvalidArgument("page_token", "is not a token from a previous response")
+    return page_size or DEFAULT_PAGE_SIZE, int(page_token or 0)
+
+
+def bounded_page(messages: list[common_pb2.Message]) -> list[common_pb2.Message]:
+    """The longest prefix of `messages` within PAGE_BYTES (the first message always)."""
+    size = 0
+    for i, message in enumerate(messages):
+        size += message.ByteSize()
+        if i and size > PAGE_BYTES:
+            return messages[:i]
+    return messages
 
 
 def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
@@ -182,7 +205,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         if outcome is None or outcome.WhichOneof("event") != "final":
             error = outcome.error if outcome is not None else None
             err = AgentloopError(f"run failed in {error.node}: {error.message}" if error else "run ended")
-            err.code = grpc.StatusCode[error.code] if error else grpc.StatusCode.ABORTED
+            err.code = status_code(error.code) if error else grpc.StatusCode.ABORTED
             raise err
         results = await self.manager.store.tool_results(active.run_id)
         return agent_pb2.InvokeResponse(
@@ -207,50 +230,53 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             created_at=_timestamp(thread.created_at),
             updated_at=_timestamp(thread.updated_at),
         )
+        size, offset = page_request(request.page_size, request.page_token)
+        total = thread.message_count
+        run: RunRow | None
+        checkpoint: CheckpointRow | None
         if request.checkpoint_id:
-            run_id, index = parse_checkpoint_id(request.checkpoint_id, "checkpoint_id")
-            checkpoint = await store.get_checkpoint(run_id, index)
-            run = await store.get_run(run_id)
-            if (
-                checkpoint is None
-                or run is None
-                or run.user_id != thread.user_id
-                or run.thread_id != thread.thread_id
-            ):
-                raise NotFound(
-                    f"checkpoint {request.checkpoint_id!r} not found in this thread",
-                    reason="CHECKPOINT_NOT_FOUND",
-                    metadata={"checkpoint_id": request.checkpoint_id},
-                )
-            response.messages.extend(
-                await store.thread_messages(
-                    thread.thread_id, checkpoint.record.message_count, user_id=thread.user_id
-                )
-            )
-            response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
-            return response
-        response.messages.extend(await store.thread_messages(thread.thread_id, user_id=thread.user_id))
-        run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
+            run, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)
+            total = checkpoint.record.message_count
+        else:
+            run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
+            checkpoint = await store.latest_checkpoint(run.run_id) if run is not None else None
+        limit = min(size, max(0, total - offset))
+        rows = await store.thread_messages(thread.thread_id, limit, user_id=thread.user_id, offset=offset)
+        page = bounded_page(rows) if limit else []
+        response.messages.extend(page)
+        response.total_messages = total
+        if offset + len(page) < total:
+            response.next_page_token = str(offset + len(page))
         if run is not None:
-            latest = await store.latest_checkpoint(run.run_id)
-            response.state.CopyFrom(run_info(run, latest, self.manager.default_max_steps))
+            response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
         return response
+
+    async def _thread_checkpoint(self, checkpoint_id: str, thread: ThreadRow) -> tuple[RunRow, CheckpointRow]:
+        """The run and checkpoint `checkpoint_id` names in `thread`; NOT_FOUND when it is not there."""
+        store = self.manager.store
+        run_id, index = parse_checkpoint_id(checkpoint_id, "checkpoint_id")
+        checkpoint = await store.get_checkpoint(run_id, index)
+        run = await store.get_run(run_id)
+        if (
+            checkpoint is None
+            or run is None
+            or run.user_id != thread.user_id
+            or run.thread_id != thread.thread_id
+        ):
+            raise NotFound(
+                f"checkpoint {checkpoint_id!r} not found in this thread",
+                reason="CHECKPOINT_NOT_FOUND",
+                metadata={"checkpoint_id": checkpoint_id},
+            )
+        return run, checkpoint
 
     async def ListCheckpoints(
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
         check_ids(request)
         request.user_id = effective_user(request.user_id)
-        if not 0 <= request.page_size <= MAX_PAGE_SIZE:
-            raise InvalidArgument(
-                "page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})"
-            )
-        token = request.page_token
-        if token and not (token.isascii() and token.isdigit() and int(token) < 2**63):
-            raise InvalidArgument("page_token", "is not a token from a previous response")
+        size, after = page_request(request.page_size, request.page_token)
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
-        size = request.page_size or DEFAULT_PAGE_SIZE
-        after = int(request.page_token or 0)
         rows = await self.manager.store.list_checkpoints(
             request.thread_id, request.run_id or None, after, size + 1, user_id=request.user_id
         )
@@ -283,15 +309,20 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     ) -> agent_pb2.ListMemoriesResponse:
         check_ids(request)
         request.user_id = effective_user(request.user_id)
+        size, offset = page_request(request.page_size, request.page_token)
         memories = self.manager.memories
         if memories is None:
             raise FailedPrecondition("this gateway's store keeps no memories")
-        return agent_pb2.ListMemoriesResponse(
+        rows = await memories.list(request.user_id, limit=size + 1, offset=offset)
+        response = agent_pb2.ListMemoriesResponse(
             memories=[
                 agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
-                for m in await memories.list(request.user_id)
+                for m in rows[:size]
             ]
         )
+        if len(rows) > size:
+            response.next_page_token = str(offset + size)
+        return response
 
     async def DeleteMemory(
         self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext

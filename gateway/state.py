@@ -14,6 +14,7 @@ from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
+from gateway.events import stop_reason_value
 from gateway.hooks import Hook
 from gateway.loop_detection import LoopSettings
 
@@ -174,7 +175,7 @@ class RunState:
         return agent_pb2.RunMetadata(
             steps_taken=self.current_step,
             tools_used=self.tools_used,
-            stop_reason=self.stop_reason,
+            stop_reason=stop_reason_value(self.stop_reason),
             llm_calls=self.llm_calls,
             usage=self.usage,
             tool_calls=len(self.tool_call_history),

@@ -11,9 +11,9 @@ import math
 import jsonschema
 
 from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import seconds, struct_to_dict
 from gateway.hooks import HookRegistry
 from gateway.loop_detection import MAX_PERIOD_LIMIT, LoopSettings
 from gateway.state import RunConfig
@@ -47,23 +47,16 @@ def check_ids(request: object) -> None:
             raise InvalidArgument(name, "must not contain control characters")
 
 
-def _output_schema(text: str) -> dict[str, object] | None:
-    if not text:
+def _output_schema(options: agent_pb2.RunOptions) -> dict[str, object] | None:
+    if not options.HasField("output_schema"):
         return None
-    try:
-        schema = loads_bounded(text, max_bytes=MAX_SCHEMA_BYTES, what="options.output_schema_json")
-    except JsonLimitError as exc:
-        raise InvalidArgument("options.output_schema_json", exc.problem) from None
-    except ValueError as exc:
-        raise InvalidArgument("options.output_schema_json", f"is not valid JSON: {exc}") from None
-    if not isinstance(schema, dict):
-        raise InvalidArgument("options.output_schema_json", "must be a JSON object (a JSON Schema)")
+    if options.output_schema.ByteSize() > MAX_SCHEMA_BYTES:
+        raise InvalidArgument("options.output_schema", f"is larger than {MAX_SCHEMA_BYTES} bytes")
+    schema = struct_to_dict(options.output_schema)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise InvalidArgument(
-            "options.output_schema_json", f"is not a valid JSON Schema: {exc.message}"
-        ) from None
+        raise InvalidArgument("options.output_schema", f"is not a valid JSON Schema: {exc.message}") from None
     return schema
 
 
@@ -114,9 +107,9 @@ def run_config(
     """Validated per-run settings with the gateway's defaults filled in."""
     if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
         raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
-    timeout = options.tool_timeout_seconds
-    if math.isnan(timeout) or not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
-        raise InvalidArgument("options.tool_timeout_seconds", f"must be between 0 and {MAX_TOOL_TIMEOUT_S:g}")
+    timeout = seconds(options.tool_timeout)
+    if not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
+        raise InvalidArgument("options.tool_timeout", f"must be between 0s and {MAX_TOOL_TIMEOUT_S:g}s")
     if options.stream_mode not in agent_pb2.StreamMode.values():
         raise InvalidArgument("options.stream_mode", f"unknown value {options.stream_mode}")
     temperature: float | None = None
@@ -149,7 +142,7 @@ def run_config(
         session_memory=options.session_memory and not options.disable_memory,
         cancel_on_disconnect=options.cancel_on_disconnect,
         loops=_loop_settings(options.loop_detection, settings),
-        output_schema=_output_schema(options.output_schema_json),
+        output_schema=_output_schema(options),
         serial_tools=options.serial_tools,
         require_approval=frozenset(options.require_approval),
         hooks=registry.select(options.hooks, "options.hooks"),

@@ -115,16 +115,17 @@ class AgentServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetThread(self, request, context):
-        """Reads a thread: its conversation and the state of its latest run, or the
-        state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-        belongs to another user.
+        """Reads a thread: its conversation, a page at a time, and the state of its
+        latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+        or one that belongs to another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListCheckpoints(self, request, context):
-        """Lists a thread's checkpoints, oldest first, a page at a time.
+        """Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+        for an unknown thread or one of another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -133,8 +134,9 @@ class AgentServicer:
     def Resume(self, request, context):
         """Continues an interrupted run (its gateway died) from its last
         checkpoint and streams its events from there. Tool calls that already
-        finished are not run again. FAILED_PRECONDITION when the run has ended
-        or another live gateway owns it.
+        finished are not run again. NOT_FOUND for an unknown run or one of
+        another user; FAILED_PRECONDITION when the run has ended or another live
+        gateway owns it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -143,6 +145,7 @@ class AgentServicer:
     def Cancel(self, request, context):
         """Asks a run to stop at its next safe point. Tool calls already issued get
         a "cancelled" result so the thread stays valid for its next run.
+        NOT_FOUND for an unknown run or one of another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,13 +154,15 @@ class AgentServicer:
     def Watch(self, request, context):
         """Streams a run's events with sequence > after_sequence: the stored ones
         first, then live ones until the run ends. Works during and after the run.
+        NOT_FOUND for an unknown run or one of another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListMemories(self, request, context):
-        """Lists the long-term memories stored for a user, newest first.
+        """Lists the long-term memories stored for a user, newest first, a page at
+        a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agentloop.errors import AgentloopError
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 
 
 class RunStatus(enum.StrEnum):
@@ -164,9 +165,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def thread_messages(
-        self, thread_id: str, limit: int | None = None, *, user_id: str
+        self, thread_id: str, limit: int | None = None, *, user_id: str, offset: int = 0
     ) -> list[common_pb2.Message]:
-        """The thread's messages, oldest first; with `limit`, only the first `limit` of them."""
+        """The thread's messages, oldest first, from position `offset`; with `limit`, at most that many."""
         ...
 
     # --- runs --------------------------------------------------------------

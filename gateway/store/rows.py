@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, FromClause, RowMapping, case, literal, or_
 
-from agentloop.v1 import checkpoint_pb2
+from agentloop.internal.v1 import checkpoint_pb2
 from gateway.store import tables as t
 from gateway.store.base import CheckpointRow, RunRow, RunStatus, ThreadRow
 from gateway.store.scope import client_thread_id

@@ -220,11 +220,11 @@ class SqlStore(Store):
         return thread_row(row)
 
     async def thread_messages(
-        self, thread_id: str, limit: int | None = None, *, user_id: str
+        self, thread_id: str, limit: int | None = None, *, user_id: str, offset: int = 0
     ) -> list[common_pb2.Message]:
         stmt = (
             select(t.messages.c.data)
-            .where(t.messages.c.thread_id == thread_key(user_id, thread_id))
+            .where(t.messages.c.thread_id == thread_key(user_id, thread_id), t.messages.c.idx >= offset)
             .order_by(t.messages.c.idx)
             .limit(limit)
         )

@@ -46,7 +46,11 @@ import type { ToolStart as _agentloop_v1_ToolStart, ToolStart__Output as _agentl
 import type { Usage as _agentloop_v1_Usage, Usage__Output as _agentloop_v1_Usage__Output } from './agentloop/v1/Usage';
 import type { WatchRequest as _agentloop_v1_WatchRequest, WatchRequest__Output as _agentloop_v1_WatchRequest__Output } from './agentloop/v1/WatchRequest';
 import type { WatchResponse as _agentloop_v1_WatchResponse, WatchResponse__Output as _agentloop_v1_WatchResponse__Output } from './agentloop/v1/WatchResponse';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from './google/protobuf/Duration';
+import type { ListValue as _google_protobuf_ListValue, ListValue__Output as _google_protobuf_ListValue__Output } from './google/protobuf/ListValue';
+import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from './google/protobuf/Struct';
 import type { Timestamp as _google_protobuf_Timestamp, Timestamp__Output as _google_protobuf_Timestamp__Output } from './google/protobuf/Timestamp';
+import type { Value as _google_protobuf_Value, Value__Output as _google_protobuf_Value__Output } from './google/protobuf/Value';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -68,6 +72,7 @@ export interface ProtoGrpcType {
       Checkpoint: MessageTypeDefinition<_agentloop_v1_Checkpoint, _agentloop_v1_Checkpoint__Output>
       ConcurrencyPolicy: EnumTypeDefinition
       Decision: MessageTypeDefinition<_agentloop_v1_Decision, _agentloop_v1_Decision__Output>
+      DecisionKind: EnumTypeDefinition
       DeleteMemoryRequest: MessageTypeDefinition<_agentloop_v1_DeleteMemoryRequest, _agentloop_v1_DeleteMemoryRequest__Output>
       DeleteMemoryResponse: MessageTypeDefinition<_agentloop_v1_DeleteMemoryResponse, _agentloop_v1_DeleteMemoryResponse__Output>
       GetThreadRequest: MessageTypeDefinition<_agentloop_v1_GetThreadRequest, _agentloop_v1_GetThreadRequest__Output>
@@ -86,6 +91,7 @@ export interface ProtoGrpcType {
       Memory: MessageTypeDefinition<_agentloop_v1_Memory, _agentloop_v1_Memory__Output>
       Message: MessageTypeDefinition<_agentloop_v1_Message, _agentloop_v1_Message__Output>
       NextStepRule: MessageTypeDefinition<_agentloop_v1_NextStepRule, _agentloop_v1_NextStepRule__Output>
+      NextStepTrigger: EnumTypeDefinition
       NodeEnd: MessageTypeDefinition<_agentloop_v1_NodeEnd, _agentloop_v1_NodeEnd__Output>
       NodeStart: MessageTypeDefinition<_agentloop_v1_NodeStart, _agentloop_v1_NodeStart__Output>
       ResumeRequest: MessageTypeDefinition<_agentloop_v1_ResumeRequest, _agentloop_v1_ResumeRequest__Output>
@@ -100,6 +106,7 @@ export interface ProtoGrpcType {
       RunRequest: MessageTypeDefinition<_agentloop_v1_RunRequest, _agentloop_v1_RunRequest__Output>
       RunResponse: MessageTypeDefinition<_agentloop_v1_RunResponse, _agentloop_v1_RunResponse__Output>
       RunStatus: EnumTypeDefinition
+      StopReason: EnumTypeDefinition
       StreamMode: EnumTypeDefinition
       ToolCall: MessageTypeDefinition<_agentloop_v1_ToolCall, _agentloop_v1_ToolCall__Output>
       ToolChoice: MessageTypeDefinition<_agentloop_v1_ToolChoice, _agentloop_v1_ToolChoice__Output>
@@ -116,7 +123,15 @@ export interface ProtoGrpcType {
   }
   google: {
     protobuf: {
+      Duration: MessageTypeDefinition<_google_protobuf_Duration, _google_protobuf_Duration__Output>
+      ListValue: MessageTypeDefinition<_google_protobuf_ListValue, _google_protobuf_ListValue__Output>
+      NullValue: EnumTypeDefinition
+      Struct: MessageTypeDefinition<_google_protobuf_Struct, _google_protobuf_Struct__Output>
       Timestamp: MessageTypeDefinition<_google_protobuf_Timestamp, _google_protobuf_Timestamp__Output>
+      Value: MessageTypeDefinition<_google_protobuf_Value, _google_protobuf_Value__Output>
+    }
+    rpc: {
+      Code: EnumTypeDefinition
     }
   }
 }

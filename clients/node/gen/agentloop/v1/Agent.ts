@@ -31,6 +31,7 @@ export interface AgentClient extends grpc.Client {
   /**
    * Asks a run to stop at its next safe point. Tool calls already issued get
    * a "cancelled" result so the thread stays valid for its next run.
+   * NOT_FOUND for an unknown run or one of another user.
    */
   Cancel(argument: _agentloop_v1_CancelRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_CancelResponse__Output>): grpc.ClientUnaryCall;
   Cancel(argument: _agentloop_v1_CancelRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_CancelResponse__Output>): grpc.ClientUnaryCall;
@@ -39,6 +40,7 @@ export interface AgentClient extends grpc.Client {
   /**
    * Asks a run to stop at its next safe point. Tool calls already issued get
    * a "cancelled" result so the thread stays valid for its next run.
+   * NOT_FOUND for an unknown run or one of another user.
    */
   cancel(argument: _agentloop_v1_CancelRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_CancelResponse__Output>): grpc.ClientUnaryCall;
   cancel(argument: _agentloop_v1_CancelRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_CancelResponse__Output>): grpc.ClientUnaryCall;
@@ -61,18 +63,18 @@ export interface AgentClient extends grpc.Client {
   deleteMemory(argument: _agentloop_v1_DeleteMemoryRequest, callback: grpc.requestCallback<_agentloop_v1_DeleteMemoryResponse__Output>): grpc.ClientUnaryCall;
   
   /**
-   * Reads a thread: its conversation and the state of its latest run, or the
-   * state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-   * belongs to another user.
+   * Reads a thread: its conversation, a page at a time, and the state of its
+   * latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+   * or one that belongs to another user.
    */
   GetThread(argument: _agentloop_v1_GetThreadRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
   GetThread(argument: _agentloop_v1_GetThreadRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
   GetThread(argument: _agentloop_v1_GetThreadRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
   GetThread(argument: _agentloop_v1_GetThreadRequest, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * Reads a thread: its conversation and the state of its latest run, or the
-   * state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-   * belongs to another user.
+   * Reads a thread: its conversation, a page at a time, and the state of its
+   * latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+   * or one that belongs to another user.
    */
   getThread(argument: _agentloop_v1_GetThreadRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
   getThread(argument: _agentloop_v1_GetThreadRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
@@ -97,14 +99,16 @@ export interface AgentClient extends grpc.Client {
   invoke(argument: _agentloop_v1_InvokeRequest, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
   
   /**
-   * Lists a thread's checkpoints, oldest first, a page at a time.
+   * Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+   * for an unknown thread or one of another user.
    */
   ListCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
   ListCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
   ListCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
   ListCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * Lists a thread's checkpoints, oldest first, a page at a time.
+   * Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+   * for an unknown thread or one of another user.
    */
   listCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
   listCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
@@ -112,14 +116,16 @@ export interface AgentClient extends grpc.Client {
   listCheckpoints(argument: _agentloop_v1_ListCheckpointsRequest, callback: grpc.requestCallback<_agentloop_v1_ListCheckpointsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
-   * Lists the long-term memories stored for a user, newest first.
+   * Lists the long-term memories stored for a user, newest first, a page at
+   * a time.
    */
   ListMemories(argument: _agentloop_v1_ListMemoriesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
   ListMemories(argument: _agentloop_v1_ListMemoriesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
   ListMemories(argument: _agentloop_v1_ListMemoriesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
   ListMemories(argument: _agentloop_v1_ListMemoriesRequest, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * Lists the long-term memories stored for a user, newest first.
+   * Lists the long-term memories stored for a user, newest first, a page at
+   * a time.
    */
   listMemories(argument: _agentloop_v1_ListMemoriesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
   listMemories(argument: _agentloop_v1_ListMemoriesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
@@ -129,16 +135,18 @@ export interface AgentClient extends grpc.Client {
   /**
    * Continues an interrupted run (its gateway died) from its last
    * checkpoint and streams its events from there. Tool calls that already
-   * finished are not run again. FAILED_PRECONDITION when the run has ended
-   * or another live gateway owns it.
+   * finished are not run again. NOT_FOUND for an unknown run or one of
+   * another user; FAILED_PRECONDITION when the run has ended or another live
+   * gateway owns it.
    */
   Resume(argument: _agentloop_v1_ResumeRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_ResumeResponse__Output>;
   Resume(argument: _agentloop_v1_ResumeRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_ResumeResponse__Output>;
   /**
    * Continues an interrupted run (its gateway died) from its last
    * checkpoint and streams its events from there. Tool calls that already
-   * finished are not run again. FAILED_PRECONDITION when the run has ended
-   * or another live gateway owns it.
+   * finished are not run again. NOT_FOUND for an unknown run or one of
+   * another user; FAILED_PRECONDITION when the run has ended or another live
+   * gateway owns it.
    */
   resume(argument: _agentloop_v1_ResumeRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_ResumeResponse__Output>;
   resume(argument: _agentloop_v1_ResumeRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_ResumeResponse__Output>;
@@ -171,12 +179,14 @@ export interface AgentClient extends grpc.Client {
   /**
    * Streams a run's events with sequence > after_sequence: the stored ones
    * first, then live ones until the run ends. Works during and after the run.
+   * NOT_FOUND for an unknown run or one of another user.
    */
   Watch(argument: _agentloop_v1_WatchRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_WatchResponse__Output>;
   Watch(argument: _agentloop_v1_WatchRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_WatchResponse__Output>;
   /**
    * Streams a run's events with sequence > after_sequence: the stored ones
    * first, then live ones until the run ends. Works during and after the run.
+   * NOT_FOUND for an unknown run or one of another user.
    */
   watch(argument: _agentloop_v1_WatchRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_WatchResponse__Output>;
   watch(argument: _agentloop_v1_WatchRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_WatchResponse__Output>;
@@ -193,6 +203,7 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   /**
    * Asks a run to stop at its next safe point. Tool calls already issued get
    * a "cancelled" result so the thread stays valid for its next run.
+   * NOT_FOUND for an unknown run or one of another user.
    */
   Cancel: grpc.handleUnaryCall<_agentloop_v1_CancelRequest__Output, _agentloop_v1_CancelResponse>;
   
@@ -202,9 +213,9 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   DeleteMemory: grpc.handleUnaryCall<_agentloop_v1_DeleteMemoryRequest__Output, _agentloop_v1_DeleteMemoryResponse>;
   
   /**
-   * Reads a thread: its conversation and the state of its latest run, or the
-   * state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-   * belongs to another user.
+   * Reads a thread: its conversation, a page at a time, and the state of its
+   * latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+   * or one that belongs to another user.
    */
   GetThread: grpc.handleUnaryCall<_agentloop_v1_GetThreadRequest__Output, _agentloop_v1_GetThreadResponse>;
   
@@ -215,20 +226,23 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   Invoke: grpc.handleUnaryCall<_agentloop_v1_InvokeRequest__Output, _agentloop_v1_InvokeResponse>;
   
   /**
-   * Lists a thread's checkpoints, oldest first, a page at a time.
+   * Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+   * for an unknown thread or one of another user.
    */
   ListCheckpoints: grpc.handleUnaryCall<_agentloop_v1_ListCheckpointsRequest__Output, _agentloop_v1_ListCheckpointsResponse>;
   
   /**
-   * Lists the long-term memories stored for a user, newest first.
+   * Lists the long-term memories stored for a user, newest first, a page at
+   * a time.
    */
   ListMemories: grpc.handleUnaryCall<_agentloop_v1_ListMemoriesRequest__Output, _agentloop_v1_ListMemoriesResponse>;
   
   /**
    * Continues an interrupted run (its gateway died) from its last
    * checkpoint and streams its events from there. Tool calls that already
-   * finished are not run again. FAILED_PRECONDITION when the run has ended
-   * or another live gateway owns it.
+   * finished are not run again. NOT_FOUND for an unknown run or one of
+   * another user; FAILED_PRECONDITION when the run has ended or another live
+   * gateway owns it.
    */
   Resume: grpc.handleServerStreamingCall<_agentloop_v1_ResumeRequest__Output, _agentloop_v1_ResumeResponse>;
   
@@ -247,6 +261,7 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   /**
    * Streams a run's events with sequence > after_sequence: the stored ones
    * first, then live ones until the run ends. Works during and after the run.
+   * NOT_FOUND for an unknown run or one of another user.
    */
   Watch: grpc.handleServerStreamingCall<_agentloop_v1_WatchRequest__Output, _agentloop_v1_WatchResponse>;
   
