@@ -17,7 +17,7 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
-from agentloop.security import Authenticator, TlsSettings, effective_user, service_token_from_env
+from agentloop.security import Authenticator, TlsSettings, caller_resolved, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
@@ -128,6 +128,7 @@ def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
     return run_id, int(index)
 
 
+@caller_resolved(agent_pb2.DESCRIPTOR.services_by_name["Agent"])
 class AgentService(agent_pb2_grpc.AgentServicer):
     """Serves the Agent contract over a RunManager."""
 
@@ -156,7 +157,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         active = await self.manager.begin(
             request, streaming=True, deadline=deadline_from(context.time_remaining())
         )
@@ -167,7 +167,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         active = await self.manager.begin(
             request, streaming=False, deadline=deadline_from(context.time_remaining())
         )
@@ -219,7 +218,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.GetThreadResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         store = self.manager.store
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
         thread = await store.get_thread(request.thread_id, user_id=request.user_id)
@@ -274,7 +272,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         size, after = page_request(request.page_size, request.page_token)
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
         rows = await self.manager.store.list_checkpoints(
@@ -291,7 +288,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
         async for event in self._stream(active, active.start_sequence, False):
             yield agent_pb2.ResumeResponse(event=event)
@@ -300,7 +296,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.CancelResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         status = await self.manager.cancel(request.run_id, request.user_id)
         return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
 
@@ -308,7 +303,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListMemoriesResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         size, offset = page_request(request.page_size, request.page_token)
         memories = self.manager.memories
         if memories is None:
@@ -328,7 +322,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.DeleteMemoryResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
         memories = self.manager.memories
@@ -342,7 +335,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.WatchResponse]:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         async for event in self.manager.watch(request.run_id, request.user_id, request.after_sequence):
             yield agent_pb2.WatchResponse(event=event)
 
