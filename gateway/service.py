@@ -27,7 +27,7 @@ from gateway.events import status_code, stop_reason_value
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.runs import ActiveRun, RunManager, deadline_from
-from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store, ThreadRow
+from gateway.store.base import CheckpointRow, RequestReplayed, RunRow, RunStatus, Store, ThreadRow
 from gateway.store.factory import open_store
 from gateway.validation import check_ids
 
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
+PREVIEW_CHARS = 200
 PAGE_BYTES = 1 << 20
 """A GetThread page ends once it holds this many bytes of messages (one message at least), so a
 response stays far below the 4 MiB default receive limit of gRPC clients however long the thread."""
@@ -82,6 +83,7 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
         max_steps=request.options.max_steps or default_max_steps,
         owner=run.owner or "",
         created_at=_timestamp(run.created_at),
+        request_id=run.request_id or "",
     )
     if checkpoint is not None:
         rec = checkpoint.record
@@ -157,9 +159,15 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
         check_ids(request)
-        active = await self.manager.begin(
-            request, streaming=True, deadline=deadline_from(context.time_remaining())
-        )
+        try:
+            active = await self.manager.begin(
+                request, streaming=True, deadline=deadline_from(context.time_remaining())
+            )
+        except RequestReplayed as replay:
+            # A retry: the run this request_id started, from its first event.
+            async for event in self.manager.watch(replay.run_id, request.user_id, 0):
+                yield agent_pb2.RunResponse(event=event)
+            return
         async for event in self._stream(active, 0, request.options.cancel_on_disconnect):
             yield agent_pb2.RunResponse(event=event)
 
@@ -167,9 +175,15 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
         check_ids(request)
-        active = await self.manager.begin(
-            request, streaming=False, deadline=deadline_from(context.time_remaining())
-        )
+        try:
+            active = await self.manager.begin(
+                request, streaming=False, deadline=deadline_from(context.time_remaining())
+            )
+        except RequestReplayed as replay:
+            replayed = await self.manager.store.get_run(replay.run_id)
+            assert replayed is not None
+            events = self.manager.watch(replay.run_id, request.user_id, 0)
+            return await self._outcome(replay.run_id, replayed.thread_id, events)
         try:
             await asyncio.shield(active.done.wait())
         except asyncio.CancelledError:
@@ -177,7 +191,8 @@ class AgentService(agent_pb2_grpc.AgentServicer):
                 active.cancel.set()
             raise
         if active.handed_over:
-            return await self._outcome_elsewhere(active)
+            events = self.manager.follow(active, active.sink.sequence)
+            return await self._outcome(active.run_id, active.thread_id, events)
         state = active.state
         if state.error is not None:
             code, message, node = state.error
@@ -195,10 +210,12 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             tool_results=state.tool_result_history,
         )
 
-    async def _outcome_elsewhere(self, active: ActiveRun) -> agent_pb2.InvokeResponse:
-        """The outcome of a run another gateway took over from this one: its final or error event."""
+    async def _outcome(
+        self, run_id: str, thread_id: str, events: AsyncIterator[agent_pb2.RunEvent]
+    ) -> agent_pb2.InvokeResponse:
+        """The outcome of a run followed to its end (taken over by another gateway, or a retried request)."""
         outcome: agent_pb2.RunEvent | None = None
-        async for event in self.manager.follow(active, active.sink.sequence):
+        async for event in events:
             if event.WhichOneof("event") in ("final", "error"):
                 outcome = event
         if outcome is None or outcome.WhichOneof("event") != "final":
@@ -206,10 +223,10 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             err = AgentloopError(f"run failed in {error.node}: {error.message}" if error else "run ended")
             err.code = status_code(error.code) if error else grpc.StatusCode.ABORTED
             raise err
-        results = await self.manager.store.tool_results(active.run_id)
+        results = await self.manager.store.tool_results(run_id)
         return agent_pb2.InvokeResponse(
-            run_id=active.run_id,
-            thread_id=active.thread_id,
+            run_id=run_id,
+            thread_id=thread_id,
             final=outcome.final,
             tool_results=list(results.values()),
         )
@@ -330,6 +347,58 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         if not await memories.delete(request.user_id, request.memory_id):
             raise NotFound(f"memory {request.memory_id!r} not found")
         return agent_pb2.DeleteMemoryResponse()
+
+    async def ListThreads(
+        self, request: agent_pb2.ListThreadsRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ListThreadsResponse:
+        check_ids(request)
+        size, offset = page_request(request.page_size, request.page_token)
+        store = self.manager.store
+        rows = await store.list_threads(request.user_id, size + 1, offset)
+        response = agent_pb2.ListThreadsResponse(
+            threads=[await self._thread_summary(row) for row in rows[:size]]
+        )
+        if len(rows) > size:
+            response.next_page_token = str(offset + size)
+        return response
+
+    async def _thread_summary(self, thread: ThreadRow) -> agent_pb2.ThreadSummary:
+        """A thread with its preview: the start of its last message and its latest run's status."""
+        store = self.manager.store
+        summary = agent_pb2.ThreadSummary(
+            thread_id=thread.thread_id,
+            created_at=_timestamp(thread.created_at),
+            updated_at=_timestamp(thread.updated_at),
+            message_count=thread.message_count,
+        )
+        if thread.message_count:
+            last = await store.thread_messages(
+                thread.thread_id, 1, user_id=thread.user_id, offset=thread.message_count - 1
+            )
+            summary.preview = last[0].content[:PREVIEW_CHARS] if last else ""
+        run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
+        if run is not None:
+            summary.latest_run_id = run.run_id
+            summary.latest_run_status = STATUS_TO_PROTO[run.status]
+        return summary
+
+    async def ListRuns(
+        self, request: agent_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ListRunsResponse:
+        check_ids(request)
+        size, offset = page_request(request.page_size, request.page_token)
+        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        store = self.manager.store
+        rows = await store.list_runs(request.thread_id, size + 1, offset, user_id=request.user_id)
+        response = agent_pb2.ListRunsResponse(
+            runs=[
+                run_info(run, await store.latest_checkpoint(run.run_id), self.manager.default_max_steps)
+                for run in rows[:size]
+            ]
+        )
+        if len(rows) > size:
+            response.next_page_token = str(offset + size)
+        return response
 
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext

@@ -483,6 +483,7 @@ class RunRequest(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     input: _builtins.str
     """The user's question or instruction; must not be empty."""
     user_id: _builtins.str
@@ -492,6 +493,14 @@ class RunRequest(_message.Message):
     thread_id: _builtins.str
     """Conversation identifier; empty starts a new thread (the gateway assigns
     an id). An existing thread continues its stored conversation.
+    """
+    request_id: _builtins.str
+    """Idempotency key chosen by the client (AIP-155), for example a UUID; at
+    most 256 characters, no control characters. The same key again from the
+    same user attaches to the run it started, streaming that run's events
+    from the start (Watch goes on from any sequence), instead of starting
+    another; the rest of the request is then not looked at. Empty never
+    deduplicates. A key is kept as long as its run.
     """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
@@ -511,10 +520,11 @@ class RunRequest(_message.Message):
         thread_id: _builtins.str = ...,
         history: _abc.Iterable[_common_pb2.Message] | None = ...,
         options: Global___RunOptions | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "request_id", b"request_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -531,6 +541,7 @@ class InvokeRequest(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     input: _builtins.str
     """The user's question or instruction; must not be empty."""
     user_id: _builtins.str
@@ -539,6 +550,10 @@ class InvokeRequest(_message.Message):
     """
     thread_id: _builtins.str
     """Conversation identifier; empty starts a new thread."""
+    request_id: _builtins.str
+    """Idempotency key, as RunRequest.request_id (one namespace for both): the
+    same key again returns the outcome of the run it started.
+    """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
         """Earlier turns to seed a NEW thread with (no system messages)."""
@@ -555,10 +570,11 @@ class InvokeRequest(_message.Message):
         thread_id: _builtins.str = ...,
         history: _abc.Iterable[_common_pb2.Message] | None = ...,
         options: Global___RunOptions | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "request_id", b"request_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1062,6 +1078,7 @@ class RunInfo(_message.Message):
     CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
     OWNER_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     thread_id: _builtins.str
@@ -1078,6 +1095,8 @@ class RunInfo(_message.Message):
     """Checkpoint this state was read at."""
     owner: _builtins.str
     """Gateway instance holding the run's lease; empty when none does."""
+    request_id: _builtins.str
+    """The request_id the run was started with; empty when none."""
     @_builtins.property
     def metadata(self) -> Global___RunMetadata:
         """Counters and stop reason so far (final values once the run ended)."""
@@ -1099,10 +1118,11 @@ class RunInfo(_message.Message):
         checkpoint_id: _builtins.str = ...,
         owner: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "metadata", b"metadata"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "request_id", b"request_id", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1685,3 +1705,175 @@ class DeleteMemoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteMemoryResponse: _TypeAlias = DeleteMemoryResponse  # noqa: Y015
+
+@_typing.final
+class ListThreadsRequest(_message.Message):
+    """Request of Agent.ListThreads."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    """The caller."""
+    page_size: _builtins.int
+    """Page size in [1, 1000]; 0 means 100."""
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListThreadsRequest: _TypeAlias = ListThreadsRequest  # noqa: Y015
+
+@_typing.final
+class ThreadSummary(_message.Message):
+    """A thread as ListThreads shows it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    PREVIEW_FIELD_NUMBER: _builtins.int
+    LATEST_RUN_ID_FIELD_NUMBER: _builtins.int
+    LATEST_RUN_STATUS_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread."""
+    message_count: _builtins.int
+    """Messages in its conversation."""
+    preview: _builtins.str
+    """The start of its last message, at most 200 characters; empty for a
+    thread without messages.
+    """
+    latest_run_id: _builtins.str
+    """Its latest run; empty for a thread without runs."""
+    latest_run_status: Global___RunStatus.ValueType
+    """The latest run's status; RUN_STATUS_UNSPECIFIED without runs."""
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was created."""
+
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """When it last changed."""
+
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+        message_count: _builtins.int = ...,
+        preview: _builtins.str = ...,
+        latest_run_id: _builtins.str = ...,
+        latest_run_status: Global___RunStatus.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "latest_run_id", b"latest_run_id", "latest_run_status", b"latest_run_status", "message_count", b"message_count", "preview", b"preview", "thread_id", b"thread_id", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ThreadSummary: _TypeAlias = ThreadSummary  # noqa: Y015
+
+@_typing.final
+class ListThreadsResponse(_message.Message):
+    """Response of Agent.ListThreads."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREADS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
+    @_builtins.property
+    def threads(self) -> _containers.RepeatedCompositeFieldContainer[Global___ThreadSummary]:
+        """Threads, most recently updated first."""
+
+    def __init__(
+        self,
+        *,
+        threads: _abc.Iterable[Global___ThreadSummary] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "threads", b"threads"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListThreadsResponse: _TypeAlias = ListThreadsResponse  # noqa: Y015
+
+@_typing.final
+class ListRunsRequest(_message.Message):
+    """Request of Agent.ListRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread; required."""
+    user_id: _builtins.str
+    """The caller; must own the thread."""
+    page_size: _builtins.int
+    """Page size in [1, 1000]; 0 means 100."""
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRunsRequest: _TypeAlias = ListRunsRequest  # noqa: Y015
+
+@_typing.final
+class ListRunsResponse(_message.Message):
+    """Response of Agent.ListRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUNS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
+    @_builtins.property
+    def runs(self) -> _containers.RepeatedCompositeFieldContainer[Global___RunInfo]:
+        """Runs, newest first, each as of its latest checkpoint."""
+
+    def __init__(
+        self,
+        *,
+        runs: _abc.Iterable[Global___RunInfo] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "runs", b"runs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRunsResponse: _TypeAlias = ListRunsResponse  # noqa: Y015

@@ -83,6 +83,16 @@ class AgentStub:
                 request_serializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.SerializeToString,
                 response_deserializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.FromString,
                 _registered_method=True)
+        self.ListThreads = channel.unary_unary(
+                '/agentloop.v1.Agent/ListThreads',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsResponse.FromString,
+                _registered_method=True)
+        self.ListRuns = channel.unary_unary(
+                '/agentloop.v1.Agent/ListRuns',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
@@ -175,6 +185,22 @@ class AgentServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListThreads(self, request, context):
+        """Lists the caller's threads, most recently updated first, a page at a
+        time, each with a preview (its last message, its latest run's status).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRuns(self, request, context):
+        """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+        unknown thread or one of another user.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -222,6 +248,16 @@ def add_AgentServicer_to_server(servicer, server):
                     servicer.DeleteMemory,
                     request_deserializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.FromString,
                     response_serializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.SerializeToString,
+            ),
+            'ListThreads': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListThreads,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsResponse.SerializeToString,
+            ),
+            'ListRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRuns,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -471,6 +507,60 @@ class Agent:
             '/agentloop.v1.Agent/DeleteMemory',
             agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.SerializeToString,
             agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListThreads(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ListThreads',
+            agentloop_dot_v1_dot_agent__pb2.ListThreadsRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ListThreadsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ListRuns',
+            agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,

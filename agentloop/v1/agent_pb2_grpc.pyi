@@ -87,6 +87,14 @@ class AgentStub:
     """
     DeleteMemory: _grpc.UnaryUnaryMultiCallable[_agent_pb2.DeleteMemoryRequest, _agent_pb2.DeleteMemoryResponse]
     """Deletes one memory of a user. NOT_FOUND when it does not exist."""
+    ListThreads: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListThreadsRequest, _agent_pb2.ListThreadsResponse]
+    """Lists the caller's threads, most recently updated first, a page at a
+    time, each with a preview (its last message, its latest run's status).
+    """
+    ListRuns: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListRunsRequest, _agent_pb2.ListRunsResponse]
+    """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+    unknown thread or one of another user.
+    """
 
 @_typing.type_check_only
 class AgentAsyncStub(AgentStub):
@@ -143,6 +151,14 @@ class AgentAsyncStub(AgentStub):
     """
     DeleteMemory: _aio.UnaryUnaryMultiCallable[_agent_pb2.DeleteMemoryRequest, _agent_pb2.DeleteMemoryResponse]  # type: ignore[assignment]
     """Deletes one memory of a user. NOT_FOUND when it does not exist."""
+    ListThreads: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListThreadsRequest, _agent_pb2.ListThreadsResponse]  # type: ignore[assignment]
+    """Lists the caller's threads, most recently updated first, a page at a
+    time, each with a preview (its last message, its latest run's status).
+    """
+    ListRuns: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListRunsRequest, _agent_pb2.ListRunsResponse]  # type: ignore[assignment]
+    """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+    unknown thread or one of another user.
+    """
 
 class AgentServicer(metaclass=_abc_1.ABCMeta):
     """The agent loop as a service. Runs are durable: every node transition is
@@ -250,5 +266,25 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.DeleteMemoryResponse, _abc.Awaitable[_agent_pb2.DeleteMemoryResponse]]:
         """Deletes one memory of a user. NOT_FOUND when it does not exist."""
+
+    @_abc_1.abstractmethod
+    def ListThreads(
+        self,
+        request: _agent_pb2.ListThreadsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ListThreadsResponse, _abc.Awaitable[_agent_pb2.ListThreadsResponse]]:
+        """Lists the caller's threads, most recently updated first, a page at a
+        time, each with a preview (its last message, its latest run's status).
+        """
+
+    @_abc_1.abstractmethod
+    def ListRuns(
+        self,
+        request: _agent_pb2.ListRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ListRunsResponse, _abc.Awaitable[_agent_pb2.ListRunsResponse]]:
+        """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+        unknown thread or one of another user.
+        """
 
 def add_AgentServicer_to_server(servicer: AgentServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

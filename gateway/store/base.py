@@ -50,6 +50,14 @@ class LeaseLost(AgentloopError):
     """The caller no longer owns the run (its lease expired and another gateway claimed it)."""
 
 
+class RequestReplayed(Exception):
+    """A run with this request id already exists for the user: attach to `run_id` instead."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"request already started run {run_id}")
+        self.run_id = run_id
+
+
 class ThreadBusy(AgentloopError):
     """The thread already has a RUNNING run."""
 
@@ -80,6 +88,8 @@ class RunRow:
     updated_at: datetime
     sequence_reserved: int = 0
     """Event numbers up to here may have reached clients; a new owner numbers above it."""
+    request_id: str | None = None
+    """The client's idempotency key the run was started with (unique per user), if any."""
 
     @property
     def next_sequence_base(self) -> int:
@@ -181,8 +191,14 @@ class Store(abc.ABC):
         *,
         owner: str | None = None,
         lease_s: float = 30.0,
+        request_id: str | None = None,
     ) -> RunRow:
         """Insert a QUEUED run; with `owner`, a RUNNING one leased to `owner` for `lease_s`.
+
+        `request_id`: the client's idempotency key, unique per user. When the
+        user already has a run with that key, nothing is inserted and
+        RequestReplayed names that run (the database decides between
+        concurrent retries).
 
         Creating a run already started is how a run that must not wait (the
         REJECT policy) is admitted: on a thread that has a RUNNING run it
@@ -209,6 +225,21 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def latest_run(self, thread_id: str, *, user_id: str) -> RunRow | None:
         """The thread's most recently created run, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def run_by_request(self, user_id: str, request_id: str) -> RunRow | None:
+        """The user's run started with idempotency key `request_id`, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def list_runs(self, thread_id: str, limit: int, offset: int = 0, *, user_id: str) -> list[RunRow]:
+        """A page of the thread's runs, newest first."""
+        ...
+
+    @abc.abstractmethod
+    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
+        """A page of the user's threads, most recently updated first."""
         ...
 
     @abc.abstractmethod

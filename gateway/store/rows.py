@@ -59,6 +59,7 @@ def run_row(row: RowMapping) -> RunRow:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         sequence_reserved=row["sequence_reserved"],
+        request_id=row.get("request_id"),
     )
 
 

@@ -49,6 +49,7 @@ from gateway.store.base import (
     CheckpointWrite,
     LeaseLost,
     PruneStats,
+    RequestReplayed,
     RunRow,
     RunStatus,
     StorageStats,
@@ -242,6 +243,7 @@ class SqlStore(Store):
         *,
         owner: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        request_id: str | None = None,
     ) -> RunRow:
         """Raises NotFound for an unknown thread, FailedPrecondition for a duplicate run_id.
 
@@ -278,6 +280,7 @@ class SqlStore(Store):
                                 sequence_reserved=0,
                                 created_at=now,
                                 updated_at=now,
+                                request_id=request_id,
                             )
                             .returning(*t.runs.c)
                         )
@@ -286,7 +289,9 @@ class SqlStore(Store):
                     .one()
                 )
         except IntegrityError:
-            # The primary key, or (started) the one-RUNNING-run-per-thread index.
+            # The user's request id, the primary key, or (started) the one-RUNNING-run-per-thread index.
+            if request_id is not None and (replayed := await self.run_by_request(user_id, request_id)):
+                raise RequestReplayed(replayed.run_id) from None
             if not started or await self.get_run(run_id) is not None:
                 raise FailedPrecondition(f"run {run_id} already exists") from None
             raise ThreadBusy(f"thread {thread_id} already has a running run") from None
@@ -345,6 +350,36 @@ class SqlStore(Store):
         async with self._read() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else run_row(row)
+
+    async def run_by_request(self, user_id: str, request_id: str) -> RunRow | None:
+        stmt = select(t.runs).where(t.runs.c.user_id == user_id, t.runs.c.request_id == request_id)
+        async with self._read() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else run_row(row)
+
+    async def list_runs(self, thread_id: str, limit: int, offset: int = 0, *, user_id: str) -> list[RunRow]:
+        stmt = (
+            select(t.runs)
+            .where(t.runs.c.thread_id == thread_key(user_id, thread_id))
+            .order_by(t.runs.c.created_at.desc(), t.runs.c.run_id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [run_row(row) for row in rows]
+
+    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
+        stmt = (
+            select(t.threads)
+            .where(t.threads.c.user_id == user_id)
+            .order_by(t.threads.c.updated_at.desc(), t.threads.c.thread_id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [thread_row(row) for row in rows]
 
     async def write_checkpoint(self, write: CheckpointWrite) -> RunRow:
         """One node transition: the run's counters and lease, the thread's messages, the record, the events.

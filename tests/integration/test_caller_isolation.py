@@ -51,6 +51,7 @@ ATTEMPTS: dict[str, Call] = {
     "ListCheckpoints": lambda a, x, md: a.ListCheckpoints(
         agent_pb2.ListCheckpointsRequest(thread_id=x.thread_id), metadata=md
     ),
+    "ListRuns": lambda a, x, md: a.ListRuns(agent_pb2.ListRunsRequest(thread_id=x.thread_id), metadata=md),
     "Resume": lambda a, x, md: drain(a.Resume(agent_pb2.ResumeRequest(run_id=x.run_id), metadata=md)),
     "Cancel": lambda a, x, md: a.Cancel(agent_pb2.CancelRequest(run_id=x.run_id), metadata=md),
     "Watch": lambda a, x, md: drain(a.Watch(agent_pb2.WatchRequest(run_id=x.run_id), metadata=md)),
@@ -114,7 +115,7 @@ class _NamingBob:
 
 def test_the_table_covers_every_agent_rpc() -> None:
     service = agent_pb2.DESCRIPTOR.services_by_name["Agent"]
-    covered = {rpc_of(row) for row in ATTEMPTS} | {"Run", "Invoke", "ListMemories"}
+    covered = {rpc_of(row) for row in ATTEMPTS} | {"Run", "Invoke", "ListMemories", "ListThreads"}
     assert covered == {m.name for m in service.methods}
 
 
@@ -130,7 +131,7 @@ async def test_another_users_thread_run_and_memory_are_not_found(
 
 
 async def test_runs_and_memories_of_another_user_stay_apart(setup: tuple[Stack, Anas, Any, Any]) -> None:
-    """Run, Invoke and ListMemories: bob naming ana's thread gets a thread of his own; ana's is untouched."""
+    """Run, Invoke, ListThreads, ListMemories: bob naming ana's thread gets his own; ana's is untouched."""
     stack, anas, ana, bob = setup
     agent = stack.agent if bob is not None else _NamingBob(stack.agent)
     ana_user = "" if bob is not None else "ana"
@@ -147,3 +148,5 @@ async def test_runs_and_memories_of_another_user_stay_apart(setup: tuple[Stack, 
     ]
     memories = await agent.ListMemories(agent_pb2.ListMemoriesRequest(), metadata=bob)
     assert list(memories.memories) == []
+    threads = await agent.ListThreads(agent_pb2.ListThreadsRequest(), metadata=bob)
+    assert [t.message_count for t in threads.threads] == [4]  # his own thread: two questions, two answers

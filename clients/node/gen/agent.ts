@@ -19,6 +19,10 @@ import type { ListCheckpointsRequest as _agentloop_v1_ListCheckpointsRequest, Li
 import type { ListCheckpointsResponse as _agentloop_v1_ListCheckpointsResponse, ListCheckpointsResponse__Output as _agentloop_v1_ListCheckpointsResponse__Output } from './agentloop/v1/ListCheckpointsResponse';
 import type { ListMemoriesRequest as _agentloop_v1_ListMemoriesRequest, ListMemoriesRequest__Output as _agentloop_v1_ListMemoriesRequest__Output } from './agentloop/v1/ListMemoriesRequest';
 import type { ListMemoriesResponse as _agentloop_v1_ListMemoriesResponse, ListMemoriesResponse__Output as _agentloop_v1_ListMemoriesResponse__Output } from './agentloop/v1/ListMemoriesResponse';
+import type { ListRunsRequest as _agentloop_v1_ListRunsRequest, ListRunsRequest__Output as _agentloop_v1_ListRunsRequest__Output } from './agentloop/v1/ListRunsRequest';
+import type { ListRunsResponse as _agentloop_v1_ListRunsResponse, ListRunsResponse__Output as _agentloop_v1_ListRunsResponse__Output } from './agentloop/v1/ListRunsResponse';
+import type { ListThreadsRequest as _agentloop_v1_ListThreadsRequest, ListThreadsRequest__Output as _agentloop_v1_ListThreadsRequest__Output } from './agentloop/v1/ListThreadsRequest';
+import type { ListThreadsResponse as _agentloop_v1_ListThreadsResponse, ListThreadsResponse__Output as _agentloop_v1_ListThreadsResponse__Output } from './agentloop/v1/ListThreadsResponse';
 import type { LlmToken as _agentloop_v1_LlmToken, LlmToken__Output as _agentloop_v1_LlmToken__Output } from './agentloop/v1/LlmToken';
 import type { LoopDetection as _agentloop_v1_LoopDetection, LoopDetection__Output as _agentloop_v1_LoopDetection__Output } from './agentloop/v1/LoopDetection';
 import type { LoopPolicy as _agentloop_v1_LoopPolicy, LoopPolicy__Output as _agentloop_v1_LoopPolicy__Output } from './agentloop/v1/LoopPolicy';
@@ -37,6 +41,7 @@ import type { RunMetadata as _agentloop_v1_RunMetadata, RunMetadata__Output as _
 import type { RunOptions as _agentloop_v1_RunOptions, RunOptions__Output as _agentloop_v1_RunOptions__Output } from './agentloop/v1/RunOptions';
 import type { RunRequest as _agentloop_v1_RunRequest, RunRequest__Output as _agentloop_v1_RunRequest__Output } from './agentloop/v1/RunRequest';
 import type { RunResponse as _agentloop_v1_RunResponse, RunResponse__Output as _agentloop_v1_RunResponse__Output } from './agentloop/v1/RunResponse';
+import type { ThreadSummary as _agentloop_v1_ThreadSummary, ThreadSummary__Output as _agentloop_v1_ThreadSummary__Output } from './agentloop/v1/ThreadSummary';
 import type { ToolCall as _agentloop_v1_ToolCall, ToolCall__Output as _agentloop_v1_ToolCall__Output } from './agentloop/v1/ToolCall';
 import type { ToolChoice as _agentloop_v1_ToolChoice, ToolChoice__Output as _agentloop_v1_ToolChoice__Output } from './agentloop/v1/ToolChoice';
 import type { ToolEnd as _agentloop_v1_ToolEnd, ToolEnd__Output as _agentloop_v1_ToolEnd__Output } from './agentloop/v1/ToolEnd';
@@ -85,6 +90,10 @@ export interface ProtoGrpcType {
       ListCheckpointsResponse: MessageTypeDefinition<_agentloop_v1_ListCheckpointsResponse, _agentloop_v1_ListCheckpointsResponse__Output>
       ListMemoriesRequest: MessageTypeDefinition<_agentloop_v1_ListMemoriesRequest, _agentloop_v1_ListMemoriesRequest__Output>
       ListMemoriesResponse: MessageTypeDefinition<_agentloop_v1_ListMemoriesResponse, _agentloop_v1_ListMemoriesResponse__Output>
+      ListRunsRequest: MessageTypeDefinition<_agentloop_v1_ListRunsRequest, _agentloop_v1_ListRunsRequest__Output>
+      ListRunsResponse: MessageTypeDefinition<_agentloop_v1_ListRunsResponse, _agentloop_v1_ListRunsResponse__Output>
+      ListThreadsRequest: MessageTypeDefinition<_agentloop_v1_ListThreadsRequest, _agentloop_v1_ListThreadsRequest__Output>
+      ListThreadsResponse: MessageTypeDefinition<_agentloop_v1_ListThreadsResponse, _agentloop_v1_ListThreadsResponse__Output>
       LlmToken: MessageTypeDefinition<_agentloop_v1_LlmToken, _agentloop_v1_LlmToken__Output>
       LoopDetection: MessageTypeDefinition<_agentloop_v1_LoopDetection, _agentloop_v1_LoopDetection__Output>
       LoopPolicy: MessageTypeDefinition<_agentloop_v1_LoopPolicy, _agentloop_v1_LoopPolicy__Output>
@@ -108,6 +117,7 @@ export interface ProtoGrpcType {
       RunStatus: EnumTypeDefinition
       StopReason: EnumTypeDefinition
       StreamMode: EnumTypeDefinition
+      ThreadSummary: MessageTypeDefinition<_agentloop_v1_ThreadSummary, _agentloop_v1_ThreadSummary__Output>
       ToolCall: MessageTypeDefinition<_agentloop_v1_ToolCall, _agentloop_v1_ToolCall__Output>
       ToolChoice: MessageTypeDefinition<_agentloop_v1_ToolChoice, _agentloop_v1_ToolChoice__Output>
       ToolChoiceMode: EnumTypeDefinition

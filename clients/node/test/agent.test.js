@@ -177,3 +177,24 @@ test('a thread over 16 MiB is read through Run, Invoke, GetThread and Watch with
   assert.equal(contents.length, 18 + added.length + invoked.final.run_messages.length);
   assert.equal(contents.at(-1), invoked.final.final_reply);
 });
+
+test('a Run retried with its request_id after a drop is one run, not two', async () => {
+  const request = { input: 'hello there', user_id: 'node-retry', request_id: 'node-req-1' };
+  const dropped = agent.Run(request, { deadline: deadline() });
+  dropped.on('error', () => {}); // CANCELLED, as asked
+  dropped.cancel(); // the connection is gone before the first event
+
+  const events = await runEvents(request);
+  assert.equal(events.at(-1).event, 'final');
+  assert.equal(events[0].sequence, '1');
+  const { threads } = await unary('ListThreads', { user_id: 'node-retry' });
+  assert.equal(threads.length, 1);
+  assert.equal(threads[0].latest_run_id, events[0].run_id);
+  const { runs } = await unary('ListRuns', { thread_id: threads[0].thread_id, user_id: 'node-retry' });
+  assert.deepEqual(runs.map((r) => [r.run_id, r.request_id]), [[events[0].run_id, 'node-req-1']]);
+  const thread = await unary('GetThread', { thread_id: threads[0].thread_id, user_id: 'node-retry' });
+  assert.deepEqual(thread.messages.map((m) => m.content), ['hello there', events.at(-1).final.final_reply]);
+
+  const again = await unary('Invoke', { input: 'ignored', user_id: 'node-retry', request_id: 'node-req-1' });
+  assert.equal(again.run_id, events[0].run_id);
+});

@@ -14,6 +14,10 @@ import type { ListCheckpointsRequest as _agentloop_v1_ListCheckpointsRequest, Li
 import type { ListCheckpointsResponse as _agentloop_v1_ListCheckpointsResponse, ListCheckpointsResponse__Output as _agentloop_v1_ListCheckpointsResponse__Output } from '../../agentloop/v1/ListCheckpointsResponse';
 import type { ListMemoriesRequest as _agentloop_v1_ListMemoriesRequest, ListMemoriesRequest__Output as _agentloop_v1_ListMemoriesRequest__Output } from '../../agentloop/v1/ListMemoriesRequest';
 import type { ListMemoriesResponse as _agentloop_v1_ListMemoriesResponse, ListMemoriesResponse__Output as _agentloop_v1_ListMemoriesResponse__Output } from '../../agentloop/v1/ListMemoriesResponse';
+import type { ListRunsRequest as _agentloop_v1_ListRunsRequest, ListRunsRequest__Output as _agentloop_v1_ListRunsRequest__Output } from '../../agentloop/v1/ListRunsRequest';
+import type { ListRunsResponse as _agentloop_v1_ListRunsResponse, ListRunsResponse__Output as _agentloop_v1_ListRunsResponse__Output } from '../../agentloop/v1/ListRunsResponse';
+import type { ListThreadsRequest as _agentloop_v1_ListThreadsRequest, ListThreadsRequest__Output as _agentloop_v1_ListThreadsRequest__Output } from '../../agentloop/v1/ListThreadsRequest';
+import type { ListThreadsResponse as _agentloop_v1_ListThreadsResponse, ListThreadsResponse__Output as _agentloop_v1_ListThreadsResponse__Output } from '../../agentloop/v1/ListThreadsResponse';
 import type { ResumeRequest as _agentloop_v1_ResumeRequest, ResumeRequest__Output as _agentloop_v1_ResumeRequest__Output } from '../../agentloop/v1/ResumeRequest';
 import type { ResumeResponse as _agentloop_v1_ResumeResponse, ResumeResponse__Output as _agentloop_v1_ResumeResponse__Output } from '../../agentloop/v1/ResumeResponse';
 import type { RunRequest as _agentloop_v1_RunRequest, RunRequest__Output as _agentloop_v1_RunRequest__Output } from '../../agentloop/v1/RunRequest';
@@ -133,6 +137,40 @@ export interface AgentClient extends grpc.Client {
   listMemories(argument: _agentloop_v1_ListMemoriesRequest, callback: grpc.requestCallback<_agentloop_v1_ListMemoriesResponse__Output>): grpc.ClientUnaryCall;
   
   /**
+   * Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+   * unknown thread or one of another user.
+   */
+  ListRuns(argument: _agentloop_v1_ListRunsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  ListRuns(argument: _agentloop_v1_ListRunsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  ListRuns(argument: _agentloop_v1_ListRunsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  ListRuns(argument: _agentloop_v1_ListRunsRequest, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+   * unknown thread or one of another user.
+   */
+  listRuns(argument: _agentloop_v1_ListRunsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  listRuns(argument: _agentloop_v1_ListRunsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  listRuns(argument: _agentloop_v1_ListRunsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  listRuns(argument: _agentloop_v1_ListRunsRequest, callback: grpc.requestCallback<_agentloop_v1_ListRunsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Lists the caller's threads, most recently updated first, a page at a
+   * time, each with a preview (its last message, its latest run's status).
+   */
+  ListThreads(argument: _agentloop_v1_ListThreadsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  ListThreads(argument: _agentloop_v1_ListThreadsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  ListThreads(argument: _agentloop_v1_ListThreadsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  ListThreads(argument: _agentloop_v1_ListThreadsRequest, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Lists the caller's threads, most recently updated first, a page at a
+   * time, each with a preview (its last message, its latest run's status).
+   */
+  listThreads(argument: _agentloop_v1_ListThreadsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  listThreads(argument: _agentloop_v1_ListThreadsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  listThreads(argument: _agentloop_v1_ListThreadsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  listThreads(argument: _agentloop_v1_ListThreadsRequest, callback: grpc.requestCallback<_agentloop_v1_ListThreadsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
    * Continues an interrupted run (its gateway died) from its last
    * checkpoint and streams its events from there. Tool calls that already
    * finished are not run again. NOT_FOUND for an unknown run or one of
@@ -238,6 +276,18 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   ListMemories: grpc.handleUnaryCall<_agentloop_v1_ListMemoriesRequest__Output, _agentloop_v1_ListMemoriesResponse>;
   
   /**
+   * Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+   * unknown thread or one of another user.
+   */
+  ListRuns: grpc.handleUnaryCall<_agentloop_v1_ListRunsRequest__Output, _agentloop_v1_ListRunsResponse>;
+  
+  /**
+   * Lists the caller's threads, most recently updated first, a page at a
+   * time, each with a preview (its last message, its latest run's status).
+   */
+  ListThreads: grpc.handleUnaryCall<_agentloop_v1_ListThreadsRequest__Output, _agentloop_v1_ListThreadsResponse>;
+  
+  /**
    * Continues an interrupted run (its gateway died) from its last
    * checkpoint and streams its events from there. Tool calls that already
    * finished are not run again. NOT_FOUND for an unknown run or one of
@@ -274,6 +324,8 @@ export interface AgentDefinition extends grpc.ServiceDefinition {
   Invoke: MethodDefinition<_agentloop_v1_InvokeRequest, _agentloop_v1_InvokeResponse, _agentloop_v1_InvokeRequest__Output, _agentloop_v1_InvokeResponse__Output>
   ListCheckpoints: MethodDefinition<_agentloop_v1_ListCheckpointsRequest, _agentloop_v1_ListCheckpointsResponse, _agentloop_v1_ListCheckpointsRequest__Output, _agentloop_v1_ListCheckpointsResponse__Output>
   ListMemories: MethodDefinition<_agentloop_v1_ListMemoriesRequest, _agentloop_v1_ListMemoriesResponse, _agentloop_v1_ListMemoriesRequest__Output, _agentloop_v1_ListMemoriesResponse__Output>
+  ListRuns: MethodDefinition<_agentloop_v1_ListRunsRequest, _agentloop_v1_ListRunsResponse, _agentloop_v1_ListRunsRequest__Output, _agentloop_v1_ListRunsResponse__Output>
+  ListThreads: MethodDefinition<_agentloop_v1_ListThreadsRequest, _agentloop_v1_ListThreadsResponse, _agentloop_v1_ListThreadsRequest__Output, _agentloop_v1_ListThreadsResponse__Output>
   Resume: MethodDefinition<_agentloop_v1_ResumeRequest, _agentloop_v1_ResumeResponse, _agentloop_v1_ResumeRequest__Output, _agentloop_v1_ResumeResponse__Output>
   Run: MethodDefinition<_agentloop_v1_RunRequest, _agentloop_v1_RunResponse, _agentloop_v1_RunRequest__Output, _agentloop_v1_RunResponse__Output>
   Watch: MethodDefinition<_agentloop_v1_WatchRequest, _agentloop_v1_WatchResponse, _agentloop_v1_WatchRequest__Output, _agentloop_v1_WatchResponse__Output>

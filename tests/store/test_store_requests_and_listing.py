@@ -1,0 +1,63 @@
+"""Request ids, run and thread listings: the Store contract on SQLite and Postgres alike."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gateway.store.base import RequestReplayed
+from gateway.store.sql import SqlStore
+
+USER, OTHER = "user-1", "user-2"
+
+
+async def test_a_request_id_names_one_run_per_user(store: SqlStore) -> None:
+    await store.create_thread("t1", USER)
+    first = await store.create_run("r1", "t1", USER, b"", request_id="req-1")
+    assert first.request_id == "req-1"
+    assert await store.run_by_request(USER, "req-1") == first
+    with pytest.raises(RequestReplayed) as replay:
+        await store.create_run("r2", "t1", USER, b"", owner="gw", request_id="req-1")
+    assert replay.value.run_id == "r1"
+    assert await store.get_run("r2") is None
+    # Another user's key is another key; runs without a key never collide.
+    await store.create_thread("t1", OTHER)
+    assert (await store.create_run("r3", "t1", OTHER, b"", request_id="req-1")).request_id == "req-1"
+    assert await store.run_by_request(OTHER, "req-1") is not None
+    await store.create_run("r4", "t1", USER, b"")
+    await store.create_run("r5", "t1", USER, b"")
+    assert (await store.get_run("r5")) is not None
+    assert await store.run_by_request(USER, "nope") is None
+
+
+async def test_concurrent_requests_with_one_id_create_one_run(store: SqlStore) -> None:
+    for i in range(4):
+        await store.create_thread(f"t{i}", USER)
+
+    async def attempt(i: int) -> str:
+        try:
+            return (await store.create_run(f"r{i}", f"t{i}", USER, b"", request_id="same")).run_id
+        except RequestReplayed as replay:
+            return replay.run_id
+
+    winners = set(await asyncio.gather(*(attempt(i) for i in range(4))))
+    assert len(winners) == 1
+    assert (await store.run_by_request(USER, "same")).run_id in winners  # type: ignore[union-attr]
+
+
+async def test_runs_and_threads_are_listed_newest_first_a_page_at_a_time(store: SqlStore) -> None:
+    for thread_id in ("a", "b", "c"):
+        await store.create_thread(thread_id, USER)
+    await store.create_thread("a", OTHER)
+    for i in range(5):
+        await store.create_run(f"run-{i}", "b", USER, b"")
+    runs = await store.list_runs("b", 3, user_id=USER)
+    assert [r.run_id for r in runs] == ["run-4", "run-3", "run-2"]
+    assert [r.run_id for r in await store.list_runs("b", 3, 3, user_id=USER)] == ["run-1", "run-0"]
+    assert await store.list_runs("b", 3, user_id=OTHER) == []
+    # Creating a run touches its thread: "b" is now the most recently updated.
+    threads = await store.list_threads(USER, 2)
+    assert [t.thread_id for t in threads] == ["b", "c"]
+    assert [t.thread_id for t in await store.list_threads(USER, 2, 2)] == ["a"]
+    assert [t.thread_id for t in await store.list_threads(OTHER, 10)] == ["a"]
