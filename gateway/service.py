@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -399,6 +400,24 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         if len(rows) > size:
             response.next_page_token = str(offset + size)
         return response
+
+    async def ForkThread(
+        self, request: agent_pb2.ForkThreadRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ForkThreadResponse:
+        check_ids(request)
+        if not request.checkpoint_id:
+            raise InvalidArgument("checkpoint_id", "must not be empty")
+        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        thread = await self.manager.store.get_thread(request.thread_id, user_id=request.user_id)
+        assert thread is not None
+        _, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)
+        forked = await self.manager.store.fork_thread(
+            thread.thread_id,
+            request.new_thread_id or uuid.uuid4().hex,
+            checkpoint.record.message_count,
+            user_id=thread.user_id,
+        )
+        return agent_pb2.ForkThreadResponse(thread_id=forked.thread_id, message_count=forked.message_count)
 
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext

@@ -28,7 +28,7 @@ _HISTORY_ROLES = (common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.RO
 RunLikeRequest = agent_pb2.RunRequest | agent_pb2.InvokeRequest
 MAX_ID_CHARS = 256
 MAX_SCHEMA_BYTES = 256 * 1024
-_ID_FIELDS = ("thread_id", "user_id", "run_id", "memory_id", "checkpoint_id", "request_id")
+_ID_FIELDS = ("thread_id", "user_id", "run_id", "memory_id", "checkpoint_id", "request_id", "new_thread_id")
 
 
 def check_ids(request: object) -> None:

@@ -1877,3 +1877,65 @@ class ListRunsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListRunsResponse: _TypeAlias = ListRunsResponse  # noqa: Y015
+
+@_typing.final
+class ForkThreadRequest(_message.Message):
+    """Request of Agent.ForkThread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    NEW_THREAD_ID_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread to copy; required."""
+    user_id: _builtins.str
+    """The caller; must own the thread."""
+    checkpoint_id: _builtins.str
+    """The checkpoint ("<run_id>:<index>", from ListCheckpoints) whose
+    conversation the new thread starts with; required.
+    """
+    new_thread_id: _builtins.str
+    """Id of the new thread; empty lets the gateway choose one."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        checkpoint_id: _builtins.str = ...,
+        new_thread_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "new_thread_id", b"new_thread_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkThreadRequest: _TypeAlias = ForkThreadRequest  # noqa: Y015
+
+@_typing.final
+class ForkThreadResponse(_message.Message):
+    """Response of Agent.ForkThread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The new thread; run on it with RunRequest.thread_id."""
+    message_count: _builtins.int
+    """Messages copied into it: the conversation as of the checkpoint."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        message_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message_count", b"message_count", "thread_id", b"thread_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkThreadResponse: _TypeAlias = ForkThreadResponse  # noqa: Y015

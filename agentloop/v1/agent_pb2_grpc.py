@@ -93,6 +93,11 @@ class AgentStub:
                 request_serializer=agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.SerializeToString,
                 response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.FromString,
                 _registered_method=True)
+        self.ForkThread = channel.unary_unary(
+                '/agentloop.v1.Agent/ForkThread',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
@@ -201,6 +206,18 @@ class AgentServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForkThread(self, request, context):
+        """Copies a thread as of one of its checkpoints into a new thread of the
+        same user (time travel: retry from an earlier point). The new thread has
+        the conversation up to that checkpoint and no runs; runs on it never
+        change the original, nor runs on the original the copy. NOT_FOUND for an
+        unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+        new_thread_id is taken.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -258,6 +275,11 @@ def add_AgentServicer_to_server(servicer, server):
                     servicer.ListRuns,
                     request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.FromString,
                     response_serializer=agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.SerializeToString,
+            ),
+            'ForkThread': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkThread,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -561,6 +583,33 @@ class Agent:
             '/agentloop.v1.Agent/ListRuns',
             agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.SerializeToString,
             agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ForkThread',
+            agentloop_dot_v1_dot_agent__pb2.ForkThreadRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ForkThreadResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -95,6 +95,14 @@ class AgentStub:
     """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
     unknown thread or one of another user.
     """
+    ForkThread: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ForkThreadRequest, _agent_pb2.ForkThreadResponse]
+    """Copies a thread as of one of its checkpoints into a new thread of the
+    same user (time travel: retry from an earlier point). The new thread has
+    the conversation up to that checkpoint and no runs; runs on it never
+    change the original, nor runs on the original the copy. NOT_FOUND for an
+    unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+    new_thread_id is taken.
+    """
 
 @_typing.type_check_only
 class AgentAsyncStub(AgentStub):
@@ -158,6 +166,14 @@ class AgentAsyncStub(AgentStub):
     ListRuns: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListRunsRequest, _agent_pb2.ListRunsResponse]  # type: ignore[assignment]
     """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
     unknown thread or one of another user.
+    """
+    ForkThread: _aio.UnaryUnaryMultiCallable[_agent_pb2.ForkThreadRequest, _agent_pb2.ForkThreadResponse]  # type: ignore[assignment]
+    """Copies a thread as of one of its checkpoints into a new thread of the
+    same user (time travel: retry from an earlier point). The new thread has
+    the conversation up to that checkpoint and no runs; runs on it never
+    change the original, nor runs on the original the copy. NOT_FOUND for an
+    unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+    new_thread_id is taken.
     """
 
 class AgentServicer(metaclass=_abc_1.ABCMeta):
@@ -285,6 +301,20 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_agent_pb2.ListRunsResponse, _abc.Awaitable[_agent_pb2.ListRunsResponse]]:
         """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
         unknown thread or one of another user.
+        """
+
+    @_abc_1.abstractmethod
+    def ForkThread(
+        self,
+        request: _agent_pb2.ForkThreadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ForkThreadResponse, _abc.Awaitable[_agent_pb2.ForkThreadResponse]]:
+        """Copies a thread as of one of its checkpoints into a new thread of the
+        same user (time travel: retry from an earlier point). The new thread has
+        the conversation up to that checkpoint and no runs; runs on it never
+        change the original, nor runs on the original the copy. NOT_FOUND for an
+        unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+        new_thread_id is taken.
         """
 
 def add_AgentServicer_to_server(servicer: AgentServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -238,6 +238,16 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
+    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+        """Copy the first `upto` messages of the user's thread into a new thread `new_thread_id`, atomically.
+
+        The copy has no runs and shares nothing with the original. Raises
+        NotFound for an unknown thread and AlreadyExists when `new_thread_id`
+        is taken.
+        """
+        ...
+
+    @abc.abstractmethod
     async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
         """A page of the user's threads, most recently updated first."""
         ...

@@ -40,7 +40,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.schema import Table
 from sqlalchemy.util import greenlet_spawn
 
-from agentloop.errors import FailedPrecondition, NotFound
+from agentloop.errors import AlreadyExists, FailedPrecondition, NotFound
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.storable import storable
 from gateway.store import tables as t
@@ -368,6 +368,36 @@ class SqlStore(Store):
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [run_row(row) for row in rows]
+
+    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+        now = utc_now()
+        source, key = thread_key(user_id, thread_id), thread_key(user_id, new_thread_id)
+        threads, messages = t.threads, t.messages
+        try:
+            async with self._write() as conn:
+                found = await conn.execute(select(threads.c.thread_id).where(threads.c.thread_id == source))
+                if found.first() is None:
+                    raise NotFound(f"thread {thread_id} not found")
+                await conn.execute(
+                    threads.insert().values(
+                        thread_id=key, user_id=user_id, created_at=now, updated_at=now, message_count=0
+                    )
+                )
+                # The copies belong to no run of the new thread (run_id NULL).
+                copied = select(literal(key), messages.c.idx, null(), messages.c.data).where(
+                    messages.c.thread_id == source, messages.c.idx < upto
+                )
+                await conn.execute(
+                    messages.insert().from_select(["thread_id", "idx", "run_id", "data"], copied)
+                )
+                count = select(func.count()).where(messages.c.thread_id == key).scalar_subquery()
+                await conn.execute(
+                    update(threads).where(threads.c.thread_id == key).values(message_count=count)
+                )
+                row = (await conn.execute(select(threads).where(threads.c.thread_id == key))).mappings().one()
+        except IntegrityError:
+            raise AlreadyExists(f"thread {new_thread_id} already exists") from None
+        return thread_row(row)
 
     async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
         stmt = (

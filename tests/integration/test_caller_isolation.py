@@ -51,6 +51,9 @@ ATTEMPTS: dict[str, Call] = {
     "ListCheckpoints": lambda a, x, md: a.ListCheckpoints(
         agent_pb2.ListCheckpointsRequest(thread_id=x.thread_id), metadata=md
     ),
+    "ForkThread": lambda a, x, md: a.ForkThread(
+        agent_pb2.ForkThreadRequest(thread_id=x.thread_id, checkpoint_id=x.checkpoint_id), metadata=md
+    ),
     "ListRuns": lambda a, x, md: a.ListRuns(agent_pb2.ListRunsRequest(thread_id=x.thread_id), metadata=md),
     "Resume": lambda a, x, md: drain(a.Resume(agent_pb2.ResumeRequest(run_id=x.run_id), metadata=md)),
     "Cancel": lambda a, x, md: a.Cancel(agent_pb2.CancelRequest(run_id=x.run_id), metadata=md),

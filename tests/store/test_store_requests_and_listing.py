@@ -6,7 +6,10 @@ import asyncio
 
 import pytest
 
-from gateway.store.base import RequestReplayed
+from agentloop.errors import AlreadyExists, NotFound
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import common_pb2
+from gateway.store.base import CheckpointWrite, RequestReplayed
 from gateway.store.sql import SqlStore
 
 USER, OTHER = "user-1", "user-2"
@@ -61,3 +64,21 @@ async def test_runs_and_threads_are_listed_newest_first_a_page_at_a_time(store: 
     assert [t.thread_id for t in threads] == ["b", "c"]
     assert [t.thread_id for t in await store.list_threads(USER, 2, 2)] == ["a"]
     assert [t.thread_id for t in await store.list_threads(OTHER, 10)] == ["a"]
+
+
+async def test_a_fork_copies_the_first_messages_into_a_thread_of_its_own(store: SqlStore) -> None:
+    await store.create_thread("t1", USER)
+    await store.create_run("r1", "t1", USER, b"", owner="gw")
+    said = [common_pb2.Message(role=common_pb2.ROLE_USER, content=f"m{i}") for i in range(5)]
+    record = checkpoint_pb2.CheckpointRecord(node="agent", message_count=5)
+    await store.write_checkpoint(CheckpointWrite(run_id="r1", owner="gw", record=record, new_messages=said))
+    fork = await store.fork_thread("t1", "t2", 3, user_id=USER)
+    assert (fork.thread_id, fork.user_id, fork.message_count) == ("t2", USER, 3)
+    assert await store.thread_messages("t2", user_id=USER) == said[:3]
+    assert await store.thread_messages("t1", user_id=USER) == said
+    assert await store.latest_run("t2", user_id=USER) is None
+    with pytest.raises(AlreadyExists):
+        await store.fork_thread("t1", "t2", 1, user_id=USER)
+    with pytest.raises(NotFound):
+        await store.fork_thread("t1", "t3", 1, user_id=OTHER)  # another user's thread is unknown
+    assert await store.get_thread("t3", user_id=OTHER) is None

@@ -9,6 +9,8 @@ import type { Checkpoint as _agentloop_v1_Checkpoint, Checkpoint__Output as _age
 import type { Decision as _agentloop_v1_Decision, Decision__Output as _agentloop_v1_Decision__Output } from './agentloop/v1/Decision';
 import type { DeleteMemoryRequest as _agentloop_v1_DeleteMemoryRequest, DeleteMemoryRequest__Output as _agentloop_v1_DeleteMemoryRequest__Output } from './agentloop/v1/DeleteMemoryRequest';
 import type { DeleteMemoryResponse as _agentloop_v1_DeleteMemoryResponse, DeleteMemoryResponse__Output as _agentloop_v1_DeleteMemoryResponse__Output } from './agentloop/v1/DeleteMemoryResponse';
+import type { ForkThreadRequest as _agentloop_v1_ForkThreadRequest, ForkThreadRequest__Output as _agentloop_v1_ForkThreadRequest__Output } from './agentloop/v1/ForkThreadRequest';
+import type { ForkThreadResponse as _agentloop_v1_ForkThreadResponse, ForkThreadResponse__Output as _agentloop_v1_ForkThreadResponse__Output } from './agentloop/v1/ForkThreadResponse';
 import type { GetThreadRequest as _agentloop_v1_GetThreadRequest, GetThreadRequest__Output as _agentloop_v1_GetThreadRequest__Output } from './agentloop/v1/GetThreadRequest';
 import type { GetThreadResponse as _agentloop_v1_GetThreadResponse, GetThreadResponse__Output as _agentloop_v1_GetThreadResponse__Output } from './agentloop/v1/GetThreadResponse';
 import type { InjectedContext as _agentloop_v1_InjectedContext, InjectedContext__Output as _agentloop_v1_InjectedContext__Output } from './agentloop/v1/InjectedContext';
@@ -80,6 +82,8 @@ export interface ProtoGrpcType {
       DecisionKind: EnumTypeDefinition
       DeleteMemoryRequest: MessageTypeDefinition<_agentloop_v1_DeleteMemoryRequest, _agentloop_v1_DeleteMemoryRequest__Output>
       DeleteMemoryResponse: MessageTypeDefinition<_agentloop_v1_DeleteMemoryResponse, _agentloop_v1_DeleteMemoryResponse__Output>
+      ForkThreadRequest: MessageTypeDefinition<_agentloop_v1_ForkThreadRequest, _agentloop_v1_ForkThreadRequest__Output>
+      ForkThreadResponse: MessageTypeDefinition<_agentloop_v1_ForkThreadResponse, _agentloop_v1_ForkThreadResponse__Output>
       GetThreadRequest: MessageTypeDefinition<_agentloop_v1_GetThreadRequest, _agentloop_v1_GetThreadRequest__Output>
       GetThreadResponse: MessageTypeDefinition<_agentloop_v1_GetThreadResponse, _agentloop_v1_GetThreadResponse__Output>
       InjectedContext: MessageTypeDefinition<_agentloop_v1_InjectedContext, _agentloop_v1_InjectedContext__Output>

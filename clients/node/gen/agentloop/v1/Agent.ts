@@ -6,6 +6,8 @@ import type { CancelRequest as _agentloop_v1_CancelRequest, CancelRequest__Outpu
 import type { CancelResponse as _agentloop_v1_CancelResponse, CancelResponse__Output as _agentloop_v1_CancelResponse__Output } from '../../agentloop/v1/CancelResponse';
 import type { DeleteMemoryRequest as _agentloop_v1_DeleteMemoryRequest, DeleteMemoryRequest__Output as _agentloop_v1_DeleteMemoryRequest__Output } from '../../agentloop/v1/DeleteMemoryRequest';
 import type { DeleteMemoryResponse as _agentloop_v1_DeleteMemoryResponse, DeleteMemoryResponse__Output as _agentloop_v1_DeleteMemoryResponse__Output } from '../../agentloop/v1/DeleteMemoryResponse';
+import type { ForkThreadRequest as _agentloop_v1_ForkThreadRequest, ForkThreadRequest__Output as _agentloop_v1_ForkThreadRequest__Output } from '../../agentloop/v1/ForkThreadRequest';
+import type { ForkThreadResponse as _agentloop_v1_ForkThreadResponse, ForkThreadResponse__Output as _agentloop_v1_ForkThreadResponse__Output } from '../../agentloop/v1/ForkThreadResponse';
 import type { GetThreadRequest as _agentloop_v1_GetThreadRequest, GetThreadRequest__Output as _agentloop_v1_GetThreadRequest__Output } from '../../agentloop/v1/GetThreadRequest';
 import type { GetThreadResponse as _agentloop_v1_GetThreadResponse, GetThreadResponse__Output as _agentloop_v1_GetThreadResponse__Output } from '../../agentloop/v1/GetThreadResponse';
 import type { InvokeRequest as _agentloop_v1_InvokeRequest, InvokeRequest__Output as _agentloop_v1_InvokeRequest__Output } from '../../agentloop/v1/InvokeRequest';
@@ -65,6 +67,31 @@ export interface AgentClient extends grpc.Client {
   deleteMemory(argument: _agentloop_v1_DeleteMemoryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_DeleteMemoryResponse__Output>): grpc.ClientUnaryCall;
   deleteMemory(argument: _agentloop_v1_DeleteMemoryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_DeleteMemoryResponse__Output>): grpc.ClientUnaryCall;
   deleteMemory(argument: _agentloop_v1_DeleteMemoryRequest, callback: grpc.requestCallback<_agentloop_v1_DeleteMemoryResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Copies a thread as of one of its checkpoints into a new thread of the
+   * same user (time travel: retry from an earlier point). The new thread has
+   * the conversation up to that checkpoint and no runs; runs on it never
+   * change the original, nor runs on the original the copy. NOT_FOUND for an
+   * unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+   * new_thread_id is taken.
+   */
+  ForkThread(argument: _agentloop_v1_ForkThreadRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  ForkThread(argument: _agentloop_v1_ForkThreadRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  ForkThread(argument: _agentloop_v1_ForkThreadRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  ForkThread(argument: _agentloop_v1_ForkThreadRequest, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Copies a thread as of one of its checkpoints into a new thread of the
+   * same user (time travel: retry from an earlier point). The new thread has
+   * the conversation up to that checkpoint and no runs; runs on it never
+   * change the original, nor runs on the original the copy. NOT_FOUND for an
+   * unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+   * new_thread_id is taken.
+   */
+  forkThread(argument: _agentloop_v1_ForkThreadRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  forkThread(argument: _agentloop_v1_ForkThreadRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  forkThread(argument: _agentloop_v1_ForkThreadRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
+  forkThread(argument: _agentloop_v1_ForkThreadRequest, callback: grpc.requestCallback<_agentloop_v1_ForkThreadResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Reads a thread: its conversation, a page at a time, and the state of its
@@ -251,6 +278,16 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   DeleteMemory: grpc.handleUnaryCall<_agentloop_v1_DeleteMemoryRequest__Output, _agentloop_v1_DeleteMemoryResponse>;
   
   /**
+   * Copies a thread as of one of its checkpoints into a new thread of the
+   * same user (time travel: retry from an earlier point). The new thread has
+   * the conversation up to that checkpoint and no runs; runs on it never
+   * change the original, nor runs on the original the copy. NOT_FOUND for an
+   * unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+   * new_thread_id is taken.
+   */
+  ForkThread: grpc.handleUnaryCall<_agentloop_v1_ForkThreadRequest__Output, _agentloop_v1_ForkThreadResponse>;
+  
+  /**
    * Reads a thread: its conversation, a page at a time, and the state of its
    * latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
    * or one that belongs to another user.
@@ -320,6 +357,7 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
 export interface AgentDefinition extends grpc.ServiceDefinition {
   Cancel: MethodDefinition<_agentloop_v1_CancelRequest, _agentloop_v1_CancelResponse, _agentloop_v1_CancelRequest__Output, _agentloop_v1_CancelResponse__Output>
   DeleteMemory: MethodDefinition<_agentloop_v1_DeleteMemoryRequest, _agentloop_v1_DeleteMemoryResponse, _agentloop_v1_DeleteMemoryRequest__Output, _agentloop_v1_DeleteMemoryResponse__Output>
+  ForkThread: MethodDefinition<_agentloop_v1_ForkThreadRequest, _agentloop_v1_ForkThreadResponse, _agentloop_v1_ForkThreadRequest__Output, _agentloop_v1_ForkThreadResponse__Output>
   GetThread: MethodDefinition<_agentloop_v1_GetThreadRequest, _agentloop_v1_GetThreadResponse, _agentloop_v1_GetThreadRequest__Output, _agentloop_v1_GetThreadResponse__Output>
   Invoke: MethodDefinition<_agentloop_v1_InvokeRequest, _agentloop_v1_InvokeResponse, _agentloop_v1_InvokeRequest__Output, _agentloop_v1_InvokeResponse__Output>
   ListCheckpoints: MethodDefinition<_agentloop_v1_ListCheckpointsRequest, _agentloop_v1_ListCheckpointsResponse, _agentloop_v1_ListCheckpointsRequest__Output, _agentloop_v1_ListCheckpointsResponse__Output>
