@@ -306,9 +306,31 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
         check_ids(request)
-        active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
+        replayed = await self._resumed_by(request)
+        if replayed is not None:
+            async for event in self.manager.watch(request.run_id, request.user_id, replayed):
+                yield agent_pb2.ResumeResponse(event=event)
+            return
+        try:
+            active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
+        except FailedPrecondition:
+            # A concurrent attempt of the same Resume may have just won.
+            if (replayed := await self._resumed_by(request)) is None:
+                raise
+            async for event in self.manager.watch(request.run_id, request.user_id, replayed):
+                yield agent_pb2.ResumeResponse(event=event)
+            return
+        if request.request_id:
+            await self.manager.store.mark_resumed(active.run_id, request.request_id, active.start_sequence)
         async for event in self._stream(active, active.start_sequence, False):
             yield agent_pb2.ResumeResponse(event=event)
+
+    async def _resumed_by(self, request: agent_pb2.ResumeRequest) -> int | None:
+        """Where the stream of the resumption `request.request_id` started, when that Resume already ran."""
+        if not request.request_id:
+            return None
+        row = await self.manager.owned_run(request.run_id, request.user_id)
+        return row.resume_sequence if row.resume_request_id == request.request_id else None
 
     async def Cancel(
         self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext

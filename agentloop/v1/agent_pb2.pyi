@@ -1360,10 +1360,17 @@ class ResumeRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     USER_ID_FIELD_NUMBER: _builtins.int
     DECISIONS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run to continue; required."""
     user_id: _builtins.str
     """The caller; must own the run's thread."""
+    request_id: _builtins.str
+    """Idempotency key chosen by the client, as RunRequest.request_id: the
+    same key again for the same run streams the events of the resumption it
+    started (from where that stream began) instead of resuming twice or
+    failing because the run is no longer paused.
+    """
     @_builtins.property
     def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ApprovalDecision]:
         """For a PAUSED run: one decision per pending tool call."""
@@ -1374,10 +1381,11 @@ class ResumeRequest(_message.Message):
         run_id: _builtins.str = ...,
         user_id: _builtins.str = ...,
         decisions: _abc.Iterable[Global___ApprovalDecision] | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "request_id", b"request_id", "run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

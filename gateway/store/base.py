@@ -90,6 +90,10 @@ class RunRow:
     """Event numbers up to here may have reached clients; a new owner numbers above it."""
     request_id: str | None = None
     """The client's idempotency key the run was started with (unique per user), if any."""
+    resume_request_id: str | None = None
+    """The idempotency key of the Resume that last continued the run, if it had one."""
+    resume_sequence: int = 0
+    """The event number that Resume's stream started after."""
 
     @property
     def next_sequence_base(self) -> int:
@@ -225,6 +229,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def latest_run(self, thread_id: str, *, user_id: str) -> RunRow | None:
         """The thread's most recently created run, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def mark_resumed(self, run_id: str, request_id: str, after_sequence: int) -> None:
+        """Remember that Resume `request_id` continued the run, streaming events after `after_sequence`."""
         ...
 
     @abc.abstractmethod

@@ -60,6 +60,8 @@ def run_row(row: RowMapping) -> RunRow:
         updated_at=row["updated_at"],
         sequence_reserved=row["sequence_reserved"],
         request_id=row.get("request_id"),
+        resume_request_id=row.get("resume_request_id"),
+        resume_sequence=row.get("resume_sequence") or 0,
     )
 
 

@@ -351,6 +351,14 @@ class SqlStore(Store):
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else run_row(row)
 
+    async def mark_resumed(self, run_id: str, request_id: str, after_sequence: int) -> None:
+        async with self._write() as conn:
+            await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.run_id == run_id)
+                .values(resume_request_id=request_id, resume_sequence=after_sequence)
+            )
+
     async def run_by_request(self, user_id: str, request_id: str) -> RunRow | None:
         stmt = select(t.runs).where(t.runs.c.user_id == user_id, t.runs.c.request_id == request_id)
         async with self._read() as conn:

@@ -118,6 +118,8 @@ class Run(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
     sequence_reserved: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     request_id: Mapped[str | None] = mapped_column(Text)
+    resume_request_id: Mapped[str | None] = mapped_column(Text)
+    resume_sequence: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     """Event numbers up to here may have been handed out by an owner (revision 0003)."""
 
 

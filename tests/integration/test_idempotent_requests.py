@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import pytest
 
-from agentloop.scripted_model import Latency, Script
+from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
-from tests.support.stack import Stack, final_of, start_stack
+from tests.support.stack import Stack, final_of, start_stack, tokens_joined
+from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.integration
 
@@ -129,3 +130,46 @@ async def test_threads_and_runs_are_listed_in_pages(stack: Stack) -> None:
             agent_pb2.ListRunsRequest(thread_id=thread_ids[0], user_id="bob"), timeout=10
         )
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_resume_retried_with_its_request_id_attaches_to_the_resumption() -> None:
+    script = Script(
+        scenarios=(
+            Scenario(
+                match="^add please$",
+                turns=(
+                    Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
+                    Turn(content="Sum ready."),
+                ),
+            ),
+        )
+    )
+    registry, probe = make_registry()
+    stack = await start_stack(script, registry)
+    try:
+        paused = await stack.run("add please", user_id=USER, require_approval=["add"])
+        interrupt = next(e for e in paused if e.WhichOneof("event") == "interrupt")
+        decision = agent_pb2.ApprovalDecision(
+            tool_call_id=interrupt.interrupt.pending[0].id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE
+        )
+        request = agent_pb2.ResumeRequest(
+            run_id=interrupt.run_id, user_id=USER, decisions=[decision], request_id="resume-1"
+        )
+        first = [r.event async for r in stack.agent.Resume(request, timeout=30)]
+        # The answer was lost on the way: the client sends the same Resume again.
+        again = [r.event async for r in stack.agent.Resume(request, timeout=30)]
+        assert final_of(again) == final_of(first)
+        assert again == tokens_joined(first)  # the stored events of that resumption, tokens joined
+        assert probe.calls["add"] == 1  # resumed once, the call ran once
+        # Without the key the second Resume is refused: the run is no longer paused.
+        retry = agent_pb2.ResumeRequest(run_id=interrupt.run_id, user_id=USER, decisions=[decision])
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await drain_resume(stack, retry)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    finally:
+        await stack.close()
+
+
+async def drain_resume(stack: Stack, request: agent_pb2.ResumeRequest) -> None:
+    async for _ in stack.agent.Resume(request, timeout=30):
+        pass
