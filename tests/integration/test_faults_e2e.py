@@ -91,7 +91,7 @@ async def collect_until(
 
 def seen(events: Sequence[agent_pb2.RunEvent], kind: str, tool: str) -> bool:
     """Whether a tool_start/tool_end event of `tool` is among `events`."""
-    return any(e.WhichOneof("event") == kind and getattr(e, kind).tool == tool for e in events)
+    return any(e.WhichOneof("event") == kind and getattr(e, kind).name == tool for e in events)
 
 
 def tool_started(tool: str) -> Callable[[list[agent_pb2.RunEvent]], bool]:
