@@ -101,7 +101,8 @@ async def main(session: Session) -> None:
         session, agent_pb2.RunRequest(input="long nap", user_id=ANA, thread_id="t3", options=leave)
     )
     thread = await wait_until_ended(session, "t3")
-    status, reason = status_name(thread.state.status), thread.state.metadata.stop_reason
+    status = status_name(thread.state.status)
+    reason = agent_pb2.StopReason.Name(thread.state.metadata.stop_reason).removeprefix("STOP_REASON_").lower()
     print(f"  GetThread: latest run {status}, stop_reason={reason}")
 
     print("5. Resume is for interrupted runs only:")
