@@ -77,6 +77,7 @@ from gateway.store.rows import (
     run_row,
     sqlite_run_row,
     sqlite_text,
+    stored_event,
     thread_row,
     utc_now,
 )
@@ -763,7 +764,7 @@ class SqlStore(Store):
         )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).scalars().all()
-        return [agent_pb2.RunEvent.FromString(data) for data in rows]
+        return [stored_event(data) for data in rows]
 
     async def append_events(self, run_id: str, events: Sequence[agent_pb2.RunEvent]) -> None:
         """Raises NotFound for an unknown run; keeps the run's last_sequence in step."""

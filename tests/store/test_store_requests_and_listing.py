@@ -8,7 +8,7 @@ import pytest
 
 from agentloop.errors import AlreadyExists, NotFound
 from agentloop.internal.v1 import checkpoint_pb2
-from agentloop.v1 import common_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.store.base import CheckpointWrite, RequestReplayed
 from gateway.store.sql import SqlStore
 
@@ -82,3 +82,22 @@ async def test_a_fork_copies_the_first_messages_into_a_thread_of_its_own(store: 
     with pytest.raises(NotFound):
         await store.fork_thread("t1", "t3", 1, user_id=OTHER)  # another user's thread is unknown
     assert await store.get_thread("t3", user_id=OTHER) is None
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (payloads here are under 128 bytes)."""
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+async def test_events_stored_with_removed_fields_are_replayed_without_them(store: SqlStore) -> None:
+    """A final event stored when RunFinal still carried the whole thread (field 3) replays bounded."""
+    await store.create_thread("t1", USER)
+    await store.create_run("r1", "t1", USER, b"")
+    thread = common_pb2.Message(role=common_pb2.ROLE_USER, content="the whole thread").SerializeToString()
+    old_final = agent_pb2.RunFinal(final_reply="hi").SerializeToString() + _field(3, thread)
+    old_event = agent_pb2.RunEvent(run_id="r1", sequence=1).SerializeToString() + _field(9, old_final)
+    await store.append_events("r1", [agent_pb2.RunEvent.FromString(old_event)])
+    (replayed,) = await store.events("r1", 0)
+    assert replayed == agent_pb2.RunEvent(run_id="r1", sequence=1, final=agent_pb2.RunFinal(final_reply="hi"))
+    assert replayed.ByteSize() < len(old_event)
