@@ -100,6 +100,12 @@ class FailedPrecondition(AgentloopError):
     code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class AlreadyExists(AgentloopError):
+    """What the request would create exists already (for example a thread id that is taken)."""
+
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
 class Aborted(AgentloopError):
     """The request conflicts with current state, for example a thread that already has an active run."""
 

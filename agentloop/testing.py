@@ -205,10 +205,13 @@ def tokens_joined(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
             previous is not None
             and event.WhichOneof("event") == previous.WhichOneof("event") == "llm_token"
             and event.llm_token.step == previous.llm_token.step
+            and event.llm_token.WhichOneof("content") == previous.llm_token.WhichOneof("content")
         ):
             previous.sequence = event.sequence
-            previous.llm_token.token += event.llm_token.token
-            previous.llm_token.reasoning_token += event.llm_token.reasoning_token
+            if event.llm_token.WhichOneof("content") == "reasoning_token":
+                previous.llm_token.reasoning_token += event.llm_token.reasoning_token
+            else:
+                previous.llm_token.token += event.llm_token.token
             continue
         copy = agent_pb2.RunEvent()
         copy.CopyFrom(event)

@@ -26,8 +26,9 @@ from typing import Any
 import grpc
 
 from agentloop.demo import services
+from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.scripted_model import Scenario, Script
-from agentloop.v1 import agent_pb2, agent_pb2_grpc, checkpoint_pb2, common_pb2
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from bench.pg import bench_database
 from bench.workload import bench_script, percentile, publish, write_script
 from gateway.store.base import CheckpointWrite

@@ -152,9 +152,16 @@ async def collect_evidence(
                 f"events of {row.run_id}", lambda r=row: _list(stored_events(stub, r.run_id))
             )
         for thread_id in sorted({row.thread_id for row in rows}):
-            request = agent_pb2.GetThreadRequest(thread_id=thread_id, user_id=USER)
-            reply = await _with_retries(thread_id, lambda q=request: stub.GetThread(q, timeout=10))
-            threads[thread_id] = list(reply.messages)
+            messages: list[common_pb2.Message] = []
+            token = None
+            while token != "":
+                request = agent_pb2.GetThreadRequest(
+                    thread_id=thread_id, user_id=USER, page_token=token or ""
+                )
+                reply = await _with_retries(thread_id, lambda q=request: stub.GetThread(q, timeout=10))
+                messages.extend(reply.messages)
+                token = reply.next_page_token
+            threads[thread_id] = messages
     return stored, threads
 
 

@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agentloop.v1 import checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import common_pb2
 from bench.checkpoints import _step_payload
 from bench.pg import bench_database
 from bench.workload import percentile, publish

@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.rpc import code_pb2
 
 from agentloop.client import AgentClient
 from agentloop.scripted_model import Script, ScriptedModelServer
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
+from agentloop.wellknown import struct_to_dict
 
 DEFAULT_GATEWAY_ADDR = "127.0.0.1:50050"
 TOOL_MODULES = ("example_tools", "caller_tools")
@@ -137,29 +139,33 @@ def describe(event: agent_pb2.RunEvent) -> str | None:
     """One line for the events the examples care about; None for node and token events."""
     kind = event.WhichOneof("event")
     if kind == "decision":
-        return f"decision    {event.decision.kind}: {event.decision.detail}"
+        kind_name = agent_pb2.DecisionKind.Name(event.decision.kind).removeprefix("DECISION_KIND_").lower()
+        return f"decision    {kind_name}: {event.decision.detail}"
     if kind == "interrupt":
         calls = ", ".join(f"{c.name}({c.arguments_json}) id={c.id}" for c in event.interrupt.pending)
         return f"interrupt   {event.interrupt.reason}: {calls}"
     if kind == "tool_start":
-        return f"tool_start  {event.tool_start.tool}({event.tool_start.args_json})"
+        return f"tool_start  {event.tool_start.name}({event.tool_start.arguments_json})"
     if kind == "tool_end":
         result = event.tool_end.result
         flag = ""
         if result.is_error:
             flag = f" [{common_pb2.ToolErrorKind.Name(result.error_kind).removeprefix('TOOL_ERROR_KIND_')}]"
-        return f"tool_end    {event.tool_end.tool} ->{flag} {result.content}"
+        return f"tool_end    {event.tool_end.name} ->{flag} {result.content}"
     if kind == "final":
         meta = event.final.metadata
+        stop = agent_pb2.StopReason.Name(meta.stop_reason).removeprefix("STOP_REASON_").lower()
         line = (
             f"final       {event.final.final_reply!r}\n"
-            f"stop_reason={meta.stop_reason} steps_taken={meta.steps_taken} llm_calls={meta.llm_calls}"
+            f"stop_reason={stop} steps_taken={meta.steps_taken} llm_calls={meta.llm_calls}"
         )
-        if event.final.structured_output_json:
-            line += f"\nstructured_output_json={event.final.structured_output_json}"
+        if event.final.HasField("structured_output"):
+            line += f"\nstructured_output={compact(struct_to_dict(event.final.structured_output))}"
         return line
     if kind == "error":
-        return f"error       {event.error.code} in {event.error.node}: {event.error.message}"
+        return (
+            f"error       {code_pb2.Code.Name(event.error.code)} in {event.error.node}: {event.error.message}"
+        )
     return None
 
 

@@ -56,7 +56,7 @@ async def wait_until_ended(session: Session, thread_id: str) -> agent_pb2.GetThr
 async def main(session: Session) -> None:
     print("1. the client leaves mid-run; the run goes on, and Watch picks it up again:")
     seen = await start_and_leave(session, agent_pb2.RunRequest(input="nap", user_id=ANA, thread_id=T1))
-    print(f"  left after event {seen.sequence} (tool_start {seen.tool_start.tool})")
+    print(f"  left after event {seen.sequence} (tool_start {seen.tool_start.name})")
     watch = agent_pb2.WatchRequest(run_id=seen.run_id, user_id=ANA, after_sequence=seen.sequence)
     show(await collect(session.agent.Watch(watch, timeout=30)), only=("tool_end", "final"))
 
@@ -100,7 +100,8 @@ async def main(session: Session) -> None:
         session, agent_pb2.RunRequest(input="long nap", user_id=ANA, thread_id=T3, options=leave)
     )
     thread = await wait_until_ended(session, T3)
-    status, reason = status_name(thread.state.status), thread.state.metadata.stop_reason
+    status = status_name(thread.state.status)
+    reason = agent_pb2.StopReason.Name(thread.state.metadata.stop_reason).removeprefix("STOP_REASON_").lower()
     print(f"  GetThread: latest run {status}, stop_reason={reason}")
 
     print("5. Resume is for interrupted runs only:")

@@ -37,7 +37,7 @@ async def run(session: Session, serial: bool) -> None:
     for event in events:
         kind = event.WhichOneof("event")
         if kind == "tool_start":
-            order.append(f"start {event.tool_start.args_json}")
+            order.append(f"start {event.tool_start.arguments_json}")
         elif kind == "tool_end":
             order.append(f"end {event.tool_end.result.content!r}")
     print("\n".join(f"  {line}" for line in order))

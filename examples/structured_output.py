@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from _harness import RpcError, Session, collect, compact, run_example, show
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
+from agentloop.wellknown import dict_to_struct, struct_to_dict
 
 SCHEMA = {
     "type": "object",
@@ -38,23 +37,25 @@ SCRIPT = Script(
 
 
 async def main(session: Session) -> None:
-    print(f"output_schema_json = {compact(SCHEMA)}")
+    print(f"output_schema = {compact(SCHEMA)}")
     request = agent_pb2.RunRequest(
         input="How high is a wall of 6 floors of 7 metres? Give the height and its unit.",
-        options=agent_pb2.RunOptions(output_schema_json=json.dumps(SCHEMA)),
+        options=agent_pb2.RunOptions(output_schema=dict_to_struct(SCHEMA)),
     )
     events = await collect(session.agent.Run(request, timeout=30))
     show(events, only=("tool_start", "decision", "final"))
     final = events[-1].final
-    if final.structured_output_json:
-        answer = json.loads(final.structured_output_json)
+    if final.HasField("structured_output"):
+        answer = struct_to_dict(final.structured_output)
         print(f"parsed: answer={answer['answer']} unit={answer.get('unit')}")
     if session.model is not None:
         choices = {str(r.get("tool_choice")) for r in session.model.requests}
         print(f"tool_choice sent with every model call: {sorted(choices)}")
 
     print("an invalid schema is refused before the run starts:")
-    bad = agent_pb2.RunRequest(input="x", options=agent_pb2.RunOptions(output_schema_json='{"type": 12}'))
+    bad = agent_pb2.RunRequest(
+        input="x", options=agent_pb2.RunOptions(output_schema=dict_to_struct({"type": 12}))
+    )
     try:
         await collect(session.agent.Run(bad, timeout=30))
     except RpcError as exc:

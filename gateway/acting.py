@@ -218,7 +218,12 @@ def _check_final_answer(
             f"The answer does not match the required schema: {problems}. Fix it and call final_answer again."
         )
         return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
-    accepted = common_pb2.ToolResult(tool_call_id=call.id, name=call.name, content="Answer accepted.")
+    accepted = common_pb2.ToolResult(
+        tool_call_id=call.id,
+        name=call.name,
+        content="Answer accepted.",
+        error_kind=common_pb2.TOOL_ERROR_KIND_NONE,
+    )
     return accepted, json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -391,10 +396,14 @@ def _after_round(
         rule = None
         for call in calls:
             result = rnd.finished[call.id]
-            on = "error" if result.is_error else "success"
+            trigger = (
+                common_pb2.NEXT_STEP_TRIGGER_ERROR
+                if result.is_error
+                else common_pb2.NEXT_STEP_TRIGGER_SUCCESS
+            )
             spec = ctx.specs_by_name.get(call.name)
             for candidate in spec.next_steps if spec is not None else ():
-                if candidate.on == on:
+                if candidate.trigger == trigger:
                     rule = candidate
         if rule is not None:
             update.suggested_next_step, update.hint = rule.next_step, rule.hint

@@ -10,7 +10,7 @@ new run until that one is resumed or cancelled.
 from __future__ import annotations
 
 from agentloop.errors import Aborted, InvalidArgument, NotFound
-from gateway.store.base import CheckpointRow, RunStatus, Store
+from gateway.store.base import CheckpointRow, RequestReplayed, RunStatus, Store
 from gateway.validation import RunLikeRequest
 
 
@@ -27,6 +27,11 @@ async def open_thread(store: Store, request: RunLikeRequest, thread_id: str) -> 
     which the new run keeps.
     """
     thread = await store.get_thread(thread_id, user_id=request.user_id)
+    if thread is not None and request.request_id:
+        # A concurrent attempt of the same request got here first: attach to its run.
+        replayed = await store.run_by_request(request.user_id, request.request_id)
+        if replayed is not None:
+            raise RequestReplayed(replayed.run_id)
     if thread is None:
         thread = await store.create_thread(thread_id, request.user_id)
         if thread.user_id != request.user_id:

@@ -31,6 +31,7 @@ from agentloop.errors import Unavailable, from_rpc_error
 from agentloop.security import TlsSettings, bearer_interceptors, open_channel
 from agentloop.telemetry import trace_context_interceptors
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
+from agentloop.wellknown import duration
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ class ToolsClient:
         for attempt in range(self._retry.attempts):
             request = tools_pb2.ExecuteRequest(
                 calls=list(pending.values()),
-                timeout_seconds=timeout_s,
+                timeout=duration(timeout_s) if timeout_s else None,
                 idempotency_scope=scope,
                 max_concurrency=1 if serial else 0,
                 injected=injected,

@@ -26,7 +26,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentloop.v1 import checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import common_pb2
 
 # Rough tokens per character for budgeting; exact counts depend on the model's tokenizer.
 _CHARS_PER_TOKEN = 4

@@ -30,7 +30,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import grpc
+
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import duration
 
 # Marks the end of a run's event stream in subscriber queues.
 END_OF_RUN: agent_pb2.RunEvent = agent_pb2.RunEvent()
@@ -39,6 +42,32 @@ RESERVE_BLOCK = 1024
 """Event numbers reserved per store write; a new block is asked for when half of one is used."""
 TOKEN_COALESCE_BYTES = 4096
 """Most token text one coalesced history/persisted event carries."""
+
+
+def stop_reason_value(reason: str) -> agent_pb2.StopReason.ValueType:
+    """The wire enum of an internal stop reason ("completed" → STOP_REASON_COMPLETED; "" → UNSPECIFIED)."""
+    if not reason:
+        return agent_pb2.STOP_REASON_UNSPECIFIED
+    return agent_pb2.StopReason.Value(f"STOP_REASON_{reason.upper()}")
+
+
+def decision_kind_value(kind: str) -> agent_pb2.DecisionKind.ValueType:
+    """The wire enum of a decision kind ("loop_detected" → DECISION_KIND_LOOP_DETECTED)."""
+    return agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")
+
+
+def code_value(name: str) -> int:
+    """The google.rpc.Code number of a gRPC status code name ("UNAVAILABLE" → 14)."""
+    code: int = grpc.StatusCode[name].value[0]
+    return code
+
+
+def status_code(value: int) -> grpc.StatusCode:
+    """The gRPC status code of a google.rpc.Code number (UNKNOWN for a number gRPC does not know)."""
+    for code in grpc.StatusCode:
+        if code.value[0] == value:
+            return code
+    return grpc.StatusCode.UNKNOWN
 
 
 def is_terminal(event: agent_pb2.RunEvent) -> bool:
@@ -179,30 +208,32 @@ class EventSink:
         ev = self._new()
         ev.node_end.node = node
         ev.node_end.step = step
-        ev.node_end.duration_ms = duration_ms
+        ev.node_end.duration.CopyFrom(duration(duration_ms / 1000))
         self._emit(ev)
 
     def token(self, step: int, token: str = "", reasoning_token: str = "") -> None:
         """A piece of streamed model output."""
         ev = self._new()
-        ev.llm_token.token = token
-        ev.llm_token.reasoning_token = reasoning_token
+        if reasoning_token:
+            ev.llm_token.reasoning_token = reasoning_token
+        else:
+            ev.llm_token.token = token
         ev.llm_token.step = step
         self._emit(ev)
 
-    def tool_start(self, tool: str, args_json: str, call_id: str) -> None:
+    def tool_start(self, name: str, arguments_json: str, tool_call_id: str) -> None:
         """A tool call began running."""
         ev = self._new()
-        ev.tool_start.tool = tool
-        ev.tool_start.args_json = args_json
-        ev.tool_start.id = call_id
+        ev.tool_start.name = name
+        ev.tool_start.arguments_json = arguments_json
+        ev.tool_start.tool_call_id = tool_call_id
         self._emit(ev)
 
     def tool_end(self, result: common_pb2.ToolResult) -> None:
         """A tool call produced its one result."""
         ev = self._new()
-        ev.tool_end.tool = result.name
-        ev.tool_end.id = result.tool_call_id
+        ev.tool_end.name = result.name
+        ev.tool_end.tool_call_id = result.tool_call_id
         ev.tool_end.result.CopyFrom(result)
         self._emit(ev)
 
@@ -215,7 +246,7 @@ class EventSink:
     def decision(self, kind: str, detail: str) -> None:
         """A judgement of the loop (loop detected, a hint given, memory stored, a hook acted...)."""
         ev = self._new()
-        ev.decision.kind = kind
+        ev.decision.kind = decision_kind_value(kind)
         ev.decision.detail = detail
         self._emit(ev)
 
@@ -234,7 +265,7 @@ class EventSink:
         reserved; beyond that it is dropped and followers go on from the store.
         """
         ev = self._new()
-        ev.error.code = code
+        ev.error.code = code_value(code)
         ev.error.message = message
         ev.error.node = node
         if not stored:
@@ -277,8 +308,10 @@ class _TokenRun:
         first = self.first
         joined = agent_pb2.RunEvent(run_id=first.run_id, sequence=self.sequence, thread_id=first.thread_id)
         joined.llm_token.step = first.llm_token.step
-        joined.llm_token.token = "".join(self.tokens)
-        joined.llm_token.reasoning_token = "".join(self.reasoning)
+        if self.reasoning:
+            joined.llm_token.reasoning_token = "".join(self.reasoning)
+        else:
+            joined.llm_token.token = "".join(self.tokens)
         return joined
 
 
@@ -307,6 +340,7 @@ class EventLog:
         if (
             isinstance(last, _TokenRun)
             and last.first.llm_token.step == event.llm_token.step
+            and last.first.llm_token.WhichOneof("content") == event.llm_token.WhichOneof("content")
             and last.size < TOKEN_COALESCE_BYTES
         ):
             last.add(event)

@@ -22,12 +22,14 @@ ends the run with one error event.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from agentloop.errors import AgentloopError
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import dict_to_struct
 from gateway import nodes
 from gateway.acting import tool_message
 from gateway.journal import StoreUnavailable, describe_failure
@@ -85,13 +87,15 @@ _FINAL_STATUS = {STOP_CANCELLED: RunStatus.CANCELLED}
 
 
 def final_event(state: RunState) -> agent_pb2.RunFinal:
-    """The outcome of a finished run; the conversation without the system prompt."""
-    return agent_pb2.RunFinal(
+    """The outcome of a finished run: what this run added, never the whole thread (bounded by the run)."""
+    final = agent_pb2.RunFinal(
         final_reply=state.final_reply,
         metadata=metadata_of(state),
-        messages=state.messages[1:],
-        structured_output_json=state.structured_output_json,
+        run_messages=state.run_messages(),
     )
+    if state.structured_output_json:
+        final.structured_output.CopyFrom(dict_to_struct(json.loads(state.structured_output_json)))
+    return final
 
 
 async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> RunState:

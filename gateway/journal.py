@@ -19,8 +19,9 @@ from typing import TypeVar
 import asyncpg.exceptions
 import sqlalchemy.exc
 
+from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.telemetry import Telemetry
-from agentloop.v1 import checkpoint_pb2, common_pb2
+from agentloop.v1 import common_pb2
 from gateway.events import EventSink
 from gateway.snapshot import to_record
 from gateway.state import RunState

@@ -85,10 +85,14 @@ class MemoryStore:
                 )
         return memory
 
-    async def list(self, user_id: str) -> list[Memory]:
-        """A user's facts, newest first."""
+    async def list(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
+        """A user's facts, newest first; a page of at most `limit` of them from position `offset`."""
         query = (
-            select(t.memories).where(t.memories.c.user_id == user_id).order_by(t.memories.c.created_at.desc())
+            select(t.memories)
+            .where(t.memories.c.user_id == user_id)
+            .order_by(t.memories.c.created_at.desc(), t.memories.c.memory_id)
+            .offset(offset)
+            .limit(limit)
         )
         with scrubbed():
             async with self._engine.connect() as conn:

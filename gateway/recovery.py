@@ -17,6 +17,7 @@ import logging
 
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.acting import tool_message
+from gateway.events import code_value
 from gateway.journal import describe_failure
 from gateway.run_context import RunContext
 from gateway.state import STOP_ERROR, RunState
@@ -126,7 +127,7 @@ async def _force_failed(
         if row is None or row.status != RunStatus.RUNNING or row.owner != owner:
             return
         event = agent_pb2.RunEvent(run_id=run_id, thread_id=row.thread_id, sequence=sequence)
-        event.error.code, event.error.message, event.error.node = code, message, FAULT_NODE
+        event.error.code, event.error.message, event.error.node = code_value(code), message, FAULT_NODE
         await store.append_events(run_id, [event])
         await store.set_status(run_id, RunStatus.FAILED)
     except Exception as exc:

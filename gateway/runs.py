@@ -38,7 +38,7 @@ from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
 from gateway.run_context import RunContext
 from gateway.snapshot import initial_state, restore
 from gateway.state import RunState
-from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadBusy
+from gateway.store.base import LeaseLost, RequestReplayed, RunRow, RunStatus, Store, ThreadBusy
 from gateway.store.hotpath import run_to_completion
 from gateway.validation import (
     RunLikeRequest,
@@ -75,6 +75,21 @@ class ActiveRun:
 def default_instance_id() -> str:
     """host-pid-random: unique per gateway process, readable in the runs table."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+REQUEST_THREADS = uuid.UUID("5d1b6f0e-3c1a-4f0e-9a57-6e2f1c7d8b40")
+"""Namespace of the thread ids derived from request ids (uuid5)."""
+
+
+def new_thread_id(request_id: str) -> str:
+    """The id of a thread a request creates: random, or derived from its request_id.
+
+    Derived, concurrent attempts of one request (a client retrying while its
+    first attempt is still being set up) name the same thread, so a retry
+    never leaves a second, empty thread behind; the database then lets one
+    attempt create the run and the other attach to it.
+    """
+    return uuid.uuid5(REQUEST_THREADS, request_id).hex if request_id else uuid.uuid4().hex
 
 
 class RunManager:
@@ -232,7 +247,15 @@ class RunManager:
         slip past max_active_runs. A setup that fails or is cancelled (client
         deadline, disconnect) ends the run it created instead of leaving it
         QUEUED or RUNNING with nobody executing it.
+
+        A request whose request_id already started a run of the user raises
+        RequestReplayed naming that run (checked first, and again by the
+        database when the run is inserted, for concurrent retries).
         """
+        if request.request_id:
+            replayed = await self._store.run_by_request(request.user_id, request.request_id)
+            if replayed is not None:
+                raise RequestReplayed(replayed.run_id)
         busy = len(self._active) + self._admitting
         if busy >= self._settings.max_active_runs:
             raise ResourceExhausted(
@@ -256,7 +279,7 @@ class RunManager:
         config = run_config(options, self._settings, hooks=self.hooks)
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
-        thread_id = request.thread_id or uuid.uuid4().hex
+        thread_id = request.thread_id or new_thread_id(request.request_id)
         previous = await open_thread(self._store, request, thread_id)
         stored = agent_pb2.RunRequest(
             input=request.input,
@@ -264,6 +287,7 @@ class RunManager:
             thread_id=thread_id,
             history=request.history,
             options=resolved_options(options, config),
+            request_id=request.request_id,
         )
         run_id = uuid.uuid4().hex
         enqueue = request.options.concurrency == agent_pb2.CONCURRENCY_POLICY_ENQUEUE
@@ -278,6 +302,7 @@ class RunManager:
                     request.user_id,
                     stored.SerializeToString(),
                     owner=None if enqueue else self.instance_id,
+                    request_id=request.request_id or None,
                     lease_s=self._settings.lease_s,
                 )
             except ThreadBusy:
@@ -291,6 +316,8 @@ class RunManager:
                 started = await self._start_when_free(run_id, thread_id)
             history = await self._store.thread_messages(thread_id, user_id=request.user_id)
             state = initial_state(run_id, thread_id, request.user_id, config, history)
+            # This run's messages start at its question: a new thread's seed history is the client's.
+            state.run_message_start += len(request.history)
             if previous is not None:
                 state.calibration = calibration_of(previous.record)
             sink = EventSink(run_id, thread_id)
@@ -424,6 +451,7 @@ class RunManager:
         state = initial_state(run_id, row.thread_id, row.user_id, config, history)
         start, new_messages = START, new_turn_messages(request)
         recorded = await self._store.tool_results(run_id)
+        state.run_message_start += len(request.history)
         if checkpoint is not None:
             start, new_messages = checkpoint.record.next_node or END, []
             restore(state, checkpoint.record, recorded, approvals)

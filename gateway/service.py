@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,17 +18,18 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
-from agentloop.security import Authenticator, TlsSettings, effective_user, service_token_from_env
+from agentloop.security import Authenticator, TlsSettings, caller_resolved, service_token_from_env
 from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
-from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from gateway.clients import Dependencies, Retry
+from gateway.events import status_code
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.runs import ActiveRun, RunManager, deadline_from
 from gateway.snapshot import metadata_of
-from gateway.store.base import CheckpointRow, RunRow, RunStatus, Store
+from gateway.store.base import CheckpointRow, RequestReplayed, RunRow, RunStatus, Store, ThreadRow
 from gateway.store.factory import open_store
 from gateway.validation import check_ids
 
@@ -36,6 +38,10 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
+PREVIEW_CHARS = 200
+PAGE_BYTES = 1 << 20
+"""A GetThread page ends once it holds this many bytes of messages (one message at least), so a
+response stays far below the 4 MiB default receive limit of gRPC clients however long the thread."""
 
 STATUS_TO_PROTO = {
     RunStatus.QUEUED: agent_pb2.RUN_STATUS_QUEUED,
@@ -80,6 +86,7 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
         max_steps=request.options.max_steps or default_max_steps,
         owner=run.owner or "",
         created_at=_timestamp(run.created_at),
+        request_id=run.request_id or "",
     )
     if checkpoint is not None:
         rec = checkpoint.record
@@ -90,6 +97,25 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
     return info
 
 
+def page_request(page_size: int, page_token: str) -> tuple[int, int]:
+    """(size, offset) of a page request, checked: size in [1, MAX_PAGE_SIZE] (0 = default), token = offset."""
+    if not 0 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidArgument("page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})")
+    if page_token and not (page_token.isascii() and page_token.isdigit() and int(page_token) < 2**63):
+        raise InvalidArgument("page_token", "is not a token from a previous response")
+    return page_size or DEFAULT_PAGE_SIZE, int(page_token or 0)
+
+
+def bounded_page(messages: list[common_pb2.Message]) -> list[common_pb2.Message]:
+    """The longest prefix of `messages` within PAGE_BYTES (the first message always)."""
+    size = 0
+    for i, message in enumerate(messages):
+        size += message.ByteSize()
+        if i and size > PAGE_BYTES:
+            return messages[:i]
+    return messages
+
+
 def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
     """("run id", index) from "<run_id>:<index>"."""
     run_id, _, index = value.rpartition(":")
@@ -98,6 +124,7 @@ def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
     return run_id, int(index)
 
 
+@caller_resolved(agent_pb2.DESCRIPTOR.services_by_name["Agent"])
 class AgentService(agent_pb2_grpc.AgentServicer):
     """Serves the Agent contract over a RunManager."""
 
@@ -126,10 +153,15 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
-        active = await self.manager.begin(
-            request, streaming=True, deadline=deadline_from(context.time_remaining())
-        )
+        try:
+            active = await self.manager.begin(
+                request, streaming=True, deadline=deadline_from(context.time_remaining())
+            )
+        except RequestReplayed as replay:
+            # A retry: the run this request_id started, from its first event.
+            async for event in self.manager.watch(replay.run_id, request.user_id, 0):
+                yield agent_pb2.RunResponse(event=event)
+            return
         async for event in self._stream(active, 0, request.options.cancel_on_disconnect):
             yield agent_pb2.RunResponse(event=event)
 
@@ -137,10 +169,15 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
-        active = await self.manager.begin(
-            request, streaming=False, deadline=deadline_from(context.time_remaining())
-        )
+        try:
+            active = await self.manager.begin(
+                request, streaming=False, deadline=deadline_from(context.time_remaining())
+            )
+        except RequestReplayed as replay:
+            replayed = await self.manager.store.get_run(replay.run_id)
+            assert replayed is not None
+            events = self.manager.watch(replay.run_id, request.user_id, 0)
+            return await self._outcome(replay.run_id, replayed.thread_id, events)
         try:
             await asyncio.shield(active.done.wait())
         except asyncio.CancelledError:
@@ -148,7 +185,8 @@ class AgentService(agent_pb2_grpc.AgentServicer):
                 active.cancel.set()
             raise
         if active.handed_over:
-            return await self._outcome_elsewhere(active)
+            events = self.manager.follow(active, active.sink.sequence)
+            return await self._outcome(active.run_id, active.thread_id, events)
         state = active.state
         if state.error is not None:
             code, message, node = state.error
@@ -166,21 +204,23 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             tool_results=state.tool_result_history,
         )
 
-    async def _outcome_elsewhere(self, active: ActiveRun) -> agent_pb2.InvokeResponse:
-        """The outcome of a run another gateway took over from this one: its final or error event."""
+    async def _outcome(
+        self, run_id: str, thread_id: str, events: AsyncIterator[agent_pb2.RunEvent]
+    ) -> agent_pb2.InvokeResponse:
+        """The outcome of a run followed to its end (taken over by another gateway, or a retried request)."""
         outcome: agent_pb2.RunEvent | None = None
-        async for event in self.manager.follow(active, active.sink.sequence):
+        async for event in events:
             if event.WhichOneof("event") in ("final", "error"):
                 outcome = event
         if outcome is None or outcome.WhichOneof("event") != "final":
             error = outcome.error if outcome is not None else None
             err = AgentloopError(f"run failed in {error.node}: {error.message}" if error else "run ended")
-            err.code = grpc.StatusCode[error.code] if error else grpc.StatusCode.ABORTED
+            err.code = status_code(error.code) if error else grpc.StatusCode.ABORTED
             raise err
-        results = await self.manager.store.tool_results(active.run_id)
+        results = await self.manager.store.tool_results(run_id)
         return agent_pb2.InvokeResponse(
-            run_id=active.run_id,
-            thread_id=active.thread_id,
+            run_id=run_id,
+            thread_id=thread_id,
             final=outcome.final,
             tool_results=list(results.values()),
         )
@@ -189,7 +229,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.GetThreadResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         store = self.manager.store
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
         thread = await store.get_thread(request.thread_id, user_id=request.user_id)
@@ -200,50 +239,52 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             created_at=_timestamp(thread.created_at),
             updated_at=_timestamp(thread.updated_at),
         )
+        size, offset = page_request(request.page_size, request.page_token)
+        total = thread.message_count
+        run: RunRow | None
+        checkpoint: CheckpointRow | None
         if request.checkpoint_id:
-            run_id, index = parse_checkpoint_id(request.checkpoint_id, "checkpoint_id")
-            checkpoint = await store.get_checkpoint(run_id, index)
-            run = await store.get_run(run_id)
-            if (
-                checkpoint is None
-                or run is None
-                or run.user_id != thread.user_id
-                or run.thread_id != thread.thread_id
-            ):
-                raise NotFound(
-                    f"checkpoint {request.checkpoint_id!r} not found in this thread",
-                    reason="CHECKPOINT_NOT_FOUND",
-                    metadata={"checkpoint_id": request.checkpoint_id},
-                )
-            response.messages.extend(
-                await store.thread_messages(
-                    thread.thread_id, checkpoint.record.message_count, user_id=thread.user_id
-                )
-            )
-            response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
-            return response
-        response.messages.extend(await store.thread_messages(thread.thread_id, user_id=thread.user_id))
-        run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
+            run, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)
+            total = checkpoint.record.message_count
+        else:
+            run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
+            checkpoint = await store.latest_checkpoint(run.run_id) if run is not None else None
+        limit = min(size, max(0, total - offset))
+        rows = await store.thread_messages(thread.thread_id, limit, user_id=thread.user_id, offset=offset)
+        page = bounded_page(rows) if limit else []
+        response.messages.extend(page)
+        response.total_messages = total
+        if offset + len(page) < total:
+            response.next_page_token = str(offset + len(page))
         if run is not None:
-            latest = await store.latest_checkpoint(run.run_id)
-            response.state.CopyFrom(run_info(run, latest, self.manager.default_max_steps))
+            response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
         return response
+
+    async def _thread_checkpoint(self, checkpoint_id: str, thread: ThreadRow) -> tuple[RunRow, CheckpointRow]:
+        """The run and checkpoint `checkpoint_id` names in `thread`; NOT_FOUND when it is not there."""
+        store = self.manager.store
+        run_id, index = parse_checkpoint_id(checkpoint_id, "checkpoint_id")
+        checkpoint = await store.get_checkpoint(run_id, index)
+        run = await store.get_run(run_id)
+        if (
+            checkpoint is None
+            or run is None
+            or run.user_id != thread.user_id
+            or run.thread_id != thread.thread_id
+        ):
+            raise NotFound(
+                f"checkpoint {checkpoint_id!r} not found in this thread",
+                reason="CHECKPOINT_NOT_FOUND",
+                metadata={"checkpoint_id": checkpoint_id},
+            )
+        return run, checkpoint
 
     async def ListCheckpoints(
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
-        if not 0 <= request.page_size <= MAX_PAGE_SIZE:
-            raise InvalidArgument(
-                "page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})"
-            )
-        token = request.page_token
-        if token and not (token.isascii() and token.isdigit() and int(token) < 2**63):
-            raise InvalidArgument("page_token", "is not a token from a previous response")
+        size, after = page_request(request.page_size, request.page_token)
         await self.manager.owned_thread_exists(request.thread_id, request.user_id)
-        size = request.page_size or DEFAULT_PAGE_SIZE
-        after = int(request.page_token or 0)
         rows = await self.manager.store.list_checkpoints(
             request.thread_id, request.run_id or None, after, size + 1, user_id=request.user_id
         )
@@ -258,16 +299,36 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
-        active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
+        replayed = await self._resumed_by(request)
+        if replayed is not None:
+            async for event in self.manager.watch(request.run_id, request.user_id, replayed):
+                yield agent_pb2.ResumeResponse(event=event)
+            return
+        try:
+            active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
+        except FailedPrecondition:
+            # A concurrent attempt of the same Resume may have just won.
+            if (replayed := await self._resumed_by(request)) is None:
+                raise
+            async for event in self.manager.watch(request.run_id, request.user_id, replayed):
+                yield agent_pb2.ResumeResponse(event=event)
+            return
+        if request.request_id:
+            await self.manager.store.mark_resumed(active.run_id, request.request_id, active.start_sequence)
         async for event in self._stream(active, active.start_sequence, False):
             yield agent_pb2.ResumeResponse(event=event)
+
+    async def _resumed_by(self, request: agent_pb2.ResumeRequest) -> int | None:
+        """Where the stream of the resumption `request.request_id` started, when that Resume already ran."""
+        if not request.request_id:
+            return None
+        row = await self.manager.owned_run(request.run_id, request.user_id)
+        return row.resume_sequence if row.resume_request_id == request.request_id else None
 
     async def Cancel(
         self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.CancelResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         status = await self.manager.cancel(request.run_id, request.user_id)
         return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
 
@@ -275,22 +336,25 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListMemoriesResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
+        size, offset = page_request(request.page_size, request.page_token)
         memories = self.manager.memories
         if memories is None:
             raise FailedPrecondition("this gateway's store keeps no memories")
-        return agent_pb2.ListMemoriesResponse(
+        rows = await memories.list(request.user_id, limit=size + 1, offset=offset)
+        response = agent_pb2.ListMemoriesResponse(
             memories=[
                 agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
-                for m in await memories.list(request.user_id)
+                for m in rows[:size]
             ]
         )
+        if len(rows) > size:
+            response.next_page_token = str(offset + size)
+        return response
 
     async def DeleteMemory(
         self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.DeleteMemoryResponse:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
         memories = self.manager.memories
@@ -300,11 +364,80 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             raise NotFound(f"memory {request.memory_id!r} not found")
         return agent_pb2.DeleteMemoryResponse()
 
+    async def ListThreads(
+        self, request: agent_pb2.ListThreadsRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ListThreadsResponse:
+        check_ids(request)
+        size, offset = page_request(request.page_size, request.page_token)
+        store = self.manager.store
+        rows = await store.list_threads(request.user_id, size + 1, offset)
+        response = agent_pb2.ListThreadsResponse(
+            threads=[await self._thread_summary(row) for row in rows[:size]]
+        )
+        if len(rows) > size:
+            response.next_page_token = str(offset + size)
+        return response
+
+    async def _thread_summary(self, thread: ThreadRow) -> agent_pb2.ThreadSummary:
+        """A thread with its preview: the start of its last message and its latest run's status."""
+        store = self.manager.store
+        summary = agent_pb2.ThreadSummary(
+            thread_id=thread.thread_id,
+            created_at=_timestamp(thread.created_at),
+            updated_at=_timestamp(thread.updated_at),
+            message_count=thread.message_count,
+        )
+        if thread.message_count:
+            last = await store.thread_messages(
+                thread.thread_id, 1, user_id=thread.user_id, offset=thread.message_count - 1
+            )
+            summary.preview = last[0].content[:PREVIEW_CHARS] if last else ""
+        run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
+        if run is not None:
+            summary.latest_run_id = run.run_id
+            summary.latest_run_status = STATUS_TO_PROTO[run.status]
+        return summary
+
+    async def ListRuns(
+        self, request: agent_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ListRunsResponse:
+        check_ids(request)
+        size, offset = page_request(request.page_size, request.page_token)
+        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        store = self.manager.store
+        rows = await store.list_runs(request.thread_id, size + 1, offset, user_id=request.user_id)
+        response = agent_pb2.ListRunsResponse(
+            runs=[
+                run_info(run, await store.latest_checkpoint(run.run_id), self.manager.default_max_steps)
+                for run in rows[:size]
+            ]
+        )
+        if len(rows) > size:
+            response.next_page_token = str(offset + size)
+        return response
+
+    async def ForkThread(
+        self, request: agent_pb2.ForkThreadRequest, context: grpc.aio.ServicerContext
+    ) -> agent_pb2.ForkThreadResponse:
+        check_ids(request)
+        if not request.checkpoint_id:
+            raise InvalidArgument("checkpoint_id", "must not be empty")
+        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        thread = await self.manager.store.get_thread(request.thread_id, user_id=request.user_id)
+        assert thread is not None
+        _, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)
+        forked = await self.manager.store.fork_thread(
+            thread.thread_id,
+            request.new_thread_id or uuid.uuid4().hex,
+            checkpoint.record.message_count,
+            user_id=thread.user_id,
+        )
+        return agent_pb2.ForkThreadResponse(thread_id=forked.thread_id, message_count=forked.message_count)
+
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.WatchResponse]:
         check_ids(request)
-        request.user_id = effective_user(request.user_id)
         async for event in self.manager.watch(request.run_id, request.user_id, request.after_sequence):
             yield agent_pb2.WatchResponse(event=event)
 

@@ -22,8 +22,10 @@ from collections.abc import Mapping
 
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
+from gateway.events import stop_reason_value
 from gateway.state import STOP_PAUSED, RunConfig, RunState
 
 RECALLED_FIELD = 40
@@ -152,7 +154,7 @@ def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2
     return agent_pb2.RunMetadata(
         steps_taken=source.current_step,
         tools_used=source.tools_used,
-        stop_reason=source.stop_reason,
+        stop_reason=stop_reason_value(source.stop_reason),
         llm_calls=source.llm_calls,
         usage=source.usage,
         tool_calls=tool_calls,

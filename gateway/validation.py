@@ -12,9 +12,10 @@ import math
 import jsonschema
 
 from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError, check_bounds, loads_bounded
+from agentloop.jsonlimits import JsonLimitError, check_bounds
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import seconds, struct_to_dict
 from gateway.hooks import HookRegistry
 from gateway.loop_detection import MAX_PERIOD_LIMIT, LoopSettings
 from gateway.state import RunConfig
@@ -29,7 +30,7 @@ _HISTORY_ROLES = (common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.RO
 RunLikeRequest = agent_pb2.RunRequest | agent_pb2.InvokeRequest
 MAX_ID_CHARS = 256
 MAX_SCHEMA_BYTES = 256 * 1024
-_ID_FIELDS = ("thread_id", "user_id", "run_id", "memory_id", "checkpoint_id")
+_ID_FIELDS = ("thread_id", "user_id", "run_id", "memory_id", "checkpoint_id", "request_id", "new_thread_id")
 
 
 def check_ids(request: object) -> None:
@@ -48,23 +49,16 @@ def check_ids(request: object) -> None:
             raise InvalidArgument(name, "must not contain control characters")
 
 
-def _output_schema(text: str) -> dict[str, object] | None:
-    if not text:
+def _output_schema(options: agent_pb2.RunOptions) -> dict[str, object] | None:
+    if not options.HasField("output_schema"):
         return None
-    try:
-        schema = loads_bounded(text, max_bytes=MAX_SCHEMA_BYTES, what="options.output_schema_json")
-    except JsonLimitError as exc:
-        raise InvalidArgument("options.output_schema_json", exc.problem) from None
-    except ValueError as exc:
-        raise InvalidArgument("options.output_schema_json", f"is not valid JSON: {exc}") from None
-    if not isinstance(schema, dict):
-        raise InvalidArgument("options.output_schema_json", "must be a JSON object (a JSON Schema)")
+    if options.output_schema.ByteSize() > MAX_SCHEMA_BYTES:
+        raise InvalidArgument("options.output_schema", f"is larger than {MAX_SCHEMA_BYTES} bytes")
+    schema = struct_to_dict(options.output_schema)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise InvalidArgument(
-            "options.output_schema_json", f"is not a valid JSON Schema: {exc.message}"
-        ) from None
+        raise InvalidArgument("options.output_schema", f"is not a valid JSON Schema: {exc.message}") from None
     return schema
 
 
@@ -110,9 +104,9 @@ def _check_options(options: agent_pb2.RunOptions) -> None:
     """The options' own ranges and enums, each refusal naming its field."""
     if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
         raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
-    timeout = options.tool_timeout_seconds
-    if math.isnan(timeout) or not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
-        raise InvalidArgument("options.tool_timeout_seconds", f"must be between 0 and {MAX_TOOL_TIMEOUT_S:g}")
+    timeout = seconds(options.tool_timeout)
+    if not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
+        raise InvalidArgument("options.tool_timeout", f"must be between 0s and {MAX_TOOL_TIMEOUT_S:g}s")
     if options.stream_mode not in agent_pb2.StreamMode.values():
         raise InvalidArgument("options.stream_mode", f"unknown value {options.stream_mode}")
     if options.HasField("temperature"):
@@ -145,7 +139,7 @@ def run_config(
         stream_mode=options.stream_mode or agent_pb2.STREAM_MODE_FINAL_ONLY,
         model=options.model,
         tool_names=tuple(options.tools),
-        tool_timeout_s=options.tool_timeout_seconds,
+        tool_timeout_s=seconds(options.tool_timeout),
         temperature=options.temperature if options.HasField("temperature") else None,
         context_budget_tokens=budget,
         context_keep_recent_tokens=keep,
@@ -153,7 +147,7 @@ def run_config(
         session_memory=options.session_memory and not options.disable_memory,
         cancel_on_disconnect=options.cancel_on_disconnect,
         loops=_loop_settings(options.loop_detection, settings),
-        output_schema=_output_schema(options.output_schema_json),
+        output_schema=_output_schema(options),
         serial_tools=options.serial_tools,
         require_approval=frozenset(options.require_approval),
         hooks=registry.select(options.hooks, "options.hooks"),

@@ -14,7 +14,11 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
-GENERATED_PACKAGE = Path("agentloop") / "v1"
+# Google's own files the contract imports (google/rpc/code.proto); their
+# Python modules come from googleapis-common-protos, so none is generated.
+THIRD_PARTY_ROOT = ROOT / "third_party" / "protos"
+# The public contract, and the gateway's private storage format.
+GENERATED_PACKAGES = (Path("agentloop") / "v1", Path("agentloop") / "internal" / "v1")
 
 
 def proto_files() -> list[str]:
@@ -31,6 +35,7 @@ def generate(out_dir: Path) -> None:
     args = [
         "grpc_tools.protoc",
         f"-I{PROTO_ROOT}",
+        f"-I{THIRD_PARTY_ROOT}",
         f"-I{include}",
         f"--python_out={out_dir}",
         f"--grpc_python_out={out_dir}",
@@ -44,16 +49,20 @@ def generate(out_dir: Path) -> None:
 
 
 def generated_files(directory: Path) -> dict[str, bytes]:
-    """Generated files under directory/agentloop/v1, by name."""
-    package = directory / GENERATED_PACKAGE
-    return {p.name: p.read_bytes() for p in sorted(package.glob("*_pb2*"))}
+    """Generated files under each generated package of directory, by path."""
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for package in GENERATED_PACKAGES
+        for p in sorted((directory / package).glob("*_pb2*"))
+    }
 
 
 def main() -> int:
-    for old in (ROOT / GENERATED_PACKAGE).glob("*_pb2*"):
-        old.unlink()
+    for package in GENERATED_PACKAGES:
+        for old in (ROOT / package).glob("*_pb2*"):
+            old.unlink()
     generate(ROOT)
-    print(f"generated {len(generated_files(ROOT))} files into {GENERATED_PACKAGE}")
+    print(f"generated {len(generated_files(ROOT))} files into {', '.join(map(str, GENERATED_PACKAGES))}")
     return 0
 
 

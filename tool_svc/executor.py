@@ -25,6 +25,7 @@ from opentelemetry.util.types import AttributeValue
 from agentloop.channels import MAX_MESSAGE_BYTES
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2
+from agentloop.wellknown import duration
 from tool_svc.injected import InjectedValues
 from tool_svc.registry import ArgumentError, ErrorKind, Tool, ToolContext, ToolRegistry
 
@@ -216,7 +217,7 @@ def _within_batch(result: common_pb2.ToolResult, batch_bytes: int) -> common_pb2
         return result
     call = common_pb2.ToolCall(id=result.tool_call_id, name=result.name)
     error = _too_large(call, size, MAX_BATCH_RESULT_BYTES, "the results of one step may hold together", 0.0)
-    error.duration_ms = result.duration_ms
+    error.duration.CopyFrom(result.duration)
     return error
 
 
@@ -293,7 +294,7 @@ def _tool_span(
     with telemetry.span(f"execute_tool {call.name}", attributes=attributes) as span:
 
         def record(result: common_pb2.ToolResult, known_tool: bool) -> common_pb2.ToolResult:
-            span.set_attribute("agentloop.tool.duration_ms", result.duration_ms)
+            span.set_attribute("agentloop.tool.duration_ms", result.duration.ToMilliseconds())
             if result.is_error:
                 kind = error_kind_name(result.error_kind)
                 span.set_attribute("error.type", kind)
@@ -355,7 +356,8 @@ async def _call(
         tool_call_id=call.id,
         name=call.name,
         content=content,
-        duration_ms=(time.perf_counter() - start) * 1000.0,
+        error_kind=common_pb2.TOOL_ERROR_KIND_NONE,
+        duration=duration(time.perf_counter() - start),
     )
 
 
@@ -368,5 +370,5 @@ def _failure(call: common_pb2.ToolCall, kind: ErrorKind, message: str, start: fl
         content=message,
         is_error=True,
         error_kind=kind,
-        duration_ms=(time.perf_counter() - start) * 1000.0,
+        duration=duration(time.perf_counter() - start),
     )

@@ -56,7 +56,10 @@ class NextStep:
 
     def to_proto(self) -> common_pb2.NextStepRule:
         """The rule as published in ToolSpec.next_steps."""
-        return common_pb2.NextStepRule(on=self.on, next_step=self.next_step, hint=self.hint)
+        trigger = (
+            common_pb2.NEXT_STEP_TRIGGER_ERROR if self.on == "error" else common_pb2.NEXT_STEP_TRIGGER_SUCCESS
+        )
+        return common_pb2.NextStepRule(trigger=trigger, next_step=self.next_step, hint=self.hint)
 
 
 @dataclass(frozen=True, slots=True)

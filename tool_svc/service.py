@@ -9,7 +9,6 @@ model's mistake and becomes an error result inside a successful stream.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from agentloop.serving import ServerHandle, build_server, run_until_signal
 from agentloop.settings import SettingError, ToolSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
+from agentloop.wellknown import seconds
 from tool_svc.builtins import default_registry
 from tool_svc.executor import MAX_BATCH_RESULT_BYTES, ResultMemo, execute
 from tool_svc.injected import InjectedValues
@@ -91,7 +91,7 @@ class ToolServicer(tools_pb2_grpc.ToolServiceServicer):
     def _limits(self, request: tools_pb2.ExecuteRequest) -> tuple[float, int]:
         """Validate the batch and resolve its (timeout, concurrency), 0 meaning the service default."""
         validate_batch(request)
-        timeout_s = request.timeout_seconds or self._settings.timeout_s
+        timeout_s = seconds(request.timeout) or self._settings.timeout_s
         max_concurrency = request.max_concurrency or self._settings.max_concurrency
         return timeout_s, max_concurrency
 
@@ -103,10 +103,8 @@ def validate_batch(request: tools_pb2.ExecuteRequest) -> None:
         raise InvalidArgument("calls", "must contain at least one call")
     if len(calls) > MAX_CALLS_PER_BATCH:
         raise InvalidArgument("calls", f"has {len(calls)} calls; at most {MAX_CALLS_PER_BATCH} are allowed")
-    if not math.isfinite(request.timeout_seconds) or request.timeout_seconds < 0:
-        raise InvalidArgument(
-            "timeout_seconds", f"must be a finite number >= 0, got {request.timeout_seconds}"
-        )
+    if request.timeout.ToNanoseconds() < 0:
+        raise InvalidArgument("timeout", f"must not be negative, got {request.timeout.ToJsonString()}")
     if request.max_concurrency < 0:
         raise InvalidArgument("max_concurrency", f"must be >= 0, got {request.max_concurrency}")
     first_index: dict[str, int] = {}

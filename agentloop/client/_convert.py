@@ -13,9 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
+from google.rpc import code_pb2
 
 from agentloop.client import events as ev
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import dict_to_struct, seconds, struct_to_dict
 
 STREAM_MODES = {
     "final": agent_pb2.STREAM_MODE_FINAL_ONLY,
@@ -62,9 +64,8 @@ def run_options(
     if require_approval:
         options.require_approval.extend(require_approval)
     if output_schema is not None:
-        options.output_schema_json = (
-            output_schema if isinstance(output_schema, str) else json.dumps(output_schema)
-        )
+        schema = json.loads(output_schema) if isinstance(output_schema, str) else output_schema
+        options.output_schema.CopyFrom(dict_to_struct(dict(schema)))
     return options
 
 
@@ -140,13 +141,15 @@ def event(response: Any) -> ev.Event:
         )
     if kind == "tool_start":
         ts = e.tool_start
-        return ev.ToolStarted(*head, tool_call_id=ts.id, name=ts.tool, arguments_json=ts.args_json)
+        return ev.ToolStarted(
+            *head, tool_call_id=ts.tool_call_id, name=ts.name, arguments_json=ts.arguments_json
+        )
     if kind == "tool_end":
         r = tool_result(e.tool_end.result)
         return ev.ToolFinished(
             *head,
-            tool_call_id=e.tool_end.id,
-            name=e.tool_end.tool,
+            tool_call_id=e.tool_end.tool_call_id,
+            name=e.tool_end.name,
             content=r.content,
             is_error=r.is_error,
             error_kind=r.error_kind,
@@ -156,16 +159,20 @@ def event(response: Any) -> ev.Event:
         return ev.NodeStarted(*head, node=e.node_start.node, step=e.node_start.step)
     if kind == "node_end":
         n = e.node_end
-        return ev.NodeFinished(*head, node=n.node, step=n.step, duration_ms=n.duration_ms)
+        return ev.NodeFinished(*head, node=n.node, step=n.step, duration_ms=seconds(n.duration) * 1000)
     if kind == "decision":
-        return ev.Decision(*head, kind=e.decision.kind, detail=e.decision.detail)
+        return ev.Decision(
+            *head, kind=_enum_name(agent_pb2.DecisionKind, e.decision.kind), detail=e.decision.detail
+        )
     if kind == "interrupt":
         pending = tuple(_call(c) for c in e.interrupt.pending)
         return ev.Interrupt(*head, pending=pending, reason=e.interrupt.reason)
     if kind == "final":
         return final(e.final, *head)
     if kind == "error":
-        return ev.Error(*head, code=e.error.code, message=e.error.message, node=e.error.node)
+        return ev.Error(
+            *head, code=code_pb2.Code.Name(e.error.code), message=e.error.message, node=e.error.node
+        )
     raise ValueError(f"event: unknown kind {kind!r} (a newer gateway?)")
 
 
@@ -179,14 +186,16 @@ def final(f: agent_pb2.RunFinal, run_id: str, thread_id: str, sequence: int) -> 
         thread_id,
         sequence,
         reply=f.final_reply,
-        stop_reason=md.stop_reason,
+        stop_reason=stop_reason(md.stop_reason),
         steps_taken=md.steps_taken,
         tools_used=tuple(md.tools_used),
         llm_calls=md.llm_calls,
         tool_calls=md.tool_calls,
         usage=usage,
-        messages=tuple(message(m) for m in f.messages),
-        structured_output_json=f.structured_output_json,
+        messages=tuple(message(m) for m in f.run_messages),
+        structured_output_json=(
+            json.dumps(struct_to_dict(f.structured_output)) if f.HasField("structured_output") else ""
+        ),
     )
 
 
@@ -201,7 +210,7 @@ def invoke_result(r: agent_pb2.InvokeResponse) -> ev.RunResult:
 
 def tool_result(r: common_pb2.ToolResult) -> ev.ToolResult:
     kind = common_pb2.ToolErrorKind.Name(r.error_kind).removeprefix("TOOL_ERROR_KIND_") if r.is_error else ""
-    return ev.ToolResult(r.tool_call_id, r.name, r.content, r.is_error, kind, r.duration_ms)
+    return ev.ToolResult(r.tool_call_id, r.name, r.content, r.is_error, kind, seconds(r.duration) * 1000)
 
 
 def _call(c: common_pb2.ToolCall) -> ev.PendingCall:
@@ -218,6 +227,19 @@ def message(m: common_pb2.Message) -> ev.Message:
     )
 
 
+def _enum_name(enum: Any, value: int) -> str:
+    """The lowercase name of an enum value without its type prefix ("loop_detected"), "" when unset."""
+    if value == 0:
+        return ""
+    prefix = enum.DESCRIPTOR.values[0].name.removesuffix("UNSPECIFIED")
+    return str(enum.Name(value)).removeprefix(prefix).lower()
+
+
+def stop_reason(value: int) -> str:
+    """The run's stop reason as the string the client's events carry ("completed", "max_steps", ...)."""
+    return _enum_name(agent_pb2.StopReason, value)
+
+
 def run_status(status: int) -> str:
     return agent_pb2.RunStatus.Name(status).removeprefix("RUN_STATUS_")  # type: ignore[arg-type]
 
@@ -227,7 +249,7 @@ def run_info(s: agent_pb2.RunInfo) -> ev.RunInfo:
         run_id=s.run_id,
         thread_id=s.thread_id,
         status=run_status(s.status),
-        stop_reason=s.metadata.stop_reason,
+        stop_reason=stop_reason(s.metadata.stop_reason),
         steps_taken=s.metadata.steps_taken,
         max_steps=s.max_steps,
         final_reply=s.final_reply,

@@ -10,10 +10,13 @@ the run. Clients see the run as a stream of events.
 from agentloop.v1 import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.rpc import code_pb2 as _code_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -102,6 +105,136 @@ with Resume and decisions, from any gateway, at any later time.
 """
 Global___RunStatus: _TypeAlias = RunStatus  # noqa: Y015
 
+class _StopReason:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _StopReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StopReason.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    STOP_REASON_UNSPECIFIED: _StopReason.ValueType  # 0
+    """Not set: the run has not ended."""
+    STOP_REASON_COMPLETED: _StopReason.ValueType  # 1
+    """The model answered."""
+    STOP_REASON_MAX_STEPS: _StopReason.ValueType  # 2
+    """The step limit was reached and the model answered without tools."""
+    STOP_REASON_NEEDS_MORE_STEPS: _StopReason.ValueType  # 3
+    """The model asked for more tool calls than steps remained."""
+    STOP_REASON_LOOP_DETECTED: _StopReason.ValueType  # 4
+    """Loop detection stopped the run."""
+    STOP_REASON_CANCELLED: _StopReason.ValueType  # 5
+    """Cancel was called."""
+    STOP_REASON_PAUSED: _StopReason.ValueType  # 6
+    """Waiting for a human decision on tool calls."""
+    STOP_REASON_ERROR: _StopReason.ValueType  # 7
+    """The run failed; see the error event."""
+    STOP_REASON_STRUCTURED_OUTPUT_MISSING: _StopReason.ValueType  # 8
+    """The run asked for a structured answer and the model gave none."""
+
+class StopReason(_StopReason, metaclass=_StopReasonEnumTypeWrapper):
+    """Why a run's loop ended."""
+
+STOP_REASON_UNSPECIFIED: StopReason.ValueType  # 0
+"""Not set: the run has not ended."""
+STOP_REASON_COMPLETED: StopReason.ValueType  # 1
+"""The model answered."""
+STOP_REASON_MAX_STEPS: StopReason.ValueType  # 2
+"""The step limit was reached and the model answered without tools."""
+STOP_REASON_NEEDS_MORE_STEPS: StopReason.ValueType  # 3
+"""The model asked for more tool calls than steps remained."""
+STOP_REASON_LOOP_DETECTED: StopReason.ValueType  # 4
+"""Loop detection stopped the run."""
+STOP_REASON_CANCELLED: StopReason.ValueType  # 5
+"""Cancel was called."""
+STOP_REASON_PAUSED: StopReason.ValueType  # 6
+"""Waiting for a human decision on tool calls."""
+STOP_REASON_ERROR: StopReason.ValueType  # 7
+"""The run failed; see the error event."""
+STOP_REASON_STRUCTURED_OUTPUT_MISSING: StopReason.ValueType  # 8
+"""The run asked for a structured answer and the model gave none."""
+Global___StopReason: _TypeAlias = StopReason  # noqa: Y015
+
+class _DecisionKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DecisionKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DecisionKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DECISION_KIND_UNSPECIFIED: _DecisionKind.ValueType  # 0
+    """Not set."""
+    DECISION_KIND_LOOP_DETECTED: _DecisionKind.ValueType  # 1
+    """The model is going in circles; the run stops."""
+    DECISION_KIND_REMAINING_STEPS: _DecisionKind.ValueType  # 2
+    """Not enough steps left for the tools the model asked for."""
+    DECISION_KIND_FLOW_GUIDANCE: _DecisionKind.ValueType  # 3
+    """A tool's flow-guidance rule gave the model a hint."""
+    DECISION_KIND_MEMORY_STORED: _DecisionKind.ValueType  # 4
+    """A long-term memory was stored."""
+    DECISION_KIND_MEMORY_RECALLED: _DecisionKind.ValueType  # 5
+    """Long-term memories were recalled into the run."""
+    DECISION_KIND_HOOK: _DecisionKind.ValueType  # 6
+    """A hook changed messages, tool calls or results."""
+    DECISION_KIND_STRUCTURED_OUTPUT_INVALID: _DecisionKind.ValueType  # 7
+    """The structured answer failed its schema; the model is asked again."""
+    DECISION_KIND_STRUCTURED_OUTPUT_MISSING: _DecisionKind.ValueType  # 8
+    """The model answered in plain text; the structured answer is asked for again."""
+    DECISION_KIND_APPROVAL: _DecisionKind.ValueType  # 9
+    """Tool calls wait for a human decision."""
+    DECISION_KIND_CONTEXT_COMPRESSED: _DecisionKind.ValueType  # 10
+    """Older messages were summarized to fit the context budget."""
+    DECISION_KIND_CONTEXT_TRIMMED: _DecisionKind.ValueType  # 11
+    """Older messages were dropped to fit the context budget."""
+    DECISION_KIND_CONTEXT_SUMMARY_FAILED: _DecisionKind.ValueType  # 12
+    """The summary call that compresses the context failed."""
+    DECISION_KIND_SESSION_MEMORY_FAILED: _DecisionKind.ValueType  # 13
+    """The call that writes the session memory failed."""
+    DECISION_KIND_RESUMED: _DecisionKind.ValueType  # 14
+    """The run was resumed from its last checkpoint."""
+    DECISION_KIND_PLANNING_TEXT: _DecisionKind.ValueType  # 15
+    """Text the model streamed turned out to precede tool calls (planning, not
+    the answer): a client showing tokens may set it apart.
+    """
+
+class DecisionKind(_DecisionKind, metaclass=_DecisionKindEnumTypeWrapper):
+    """The kinds of judgement a Decision event reports. New kinds may be added;
+    a client shows an unknown kind by its detail text.
+    """
+
+DECISION_KIND_UNSPECIFIED: DecisionKind.ValueType  # 0
+"""Not set."""
+DECISION_KIND_LOOP_DETECTED: DecisionKind.ValueType  # 1
+"""The model is going in circles; the run stops."""
+DECISION_KIND_REMAINING_STEPS: DecisionKind.ValueType  # 2
+"""Not enough steps left for the tools the model asked for."""
+DECISION_KIND_FLOW_GUIDANCE: DecisionKind.ValueType  # 3
+"""A tool's flow-guidance rule gave the model a hint."""
+DECISION_KIND_MEMORY_STORED: DecisionKind.ValueType  # 4
+"""A long-term memory was stored."""
+DECISION_KIND_MEMORY_RECALLED: DecisionKind.ValueType  # 5
+"""Long-term memories were recalled into the run."""
+DECISION_KIND_HOOK: DecisionKind.ValueType  # 6
+"""A hook changed messages, tool calls or results."""
+DECISION_KIND_STRUCTURED_OUTPUT_INVALID: DecisionKind.ValueType  # 7
+"""The structured answer failed its schema; the model is asked again."""
+DECISION_KIND_STRUCTURED_OUTPUT_MISSING: DecisionKind.ValueType  # 8
+"""The model answered in plain text; the structured answer is asked for again."""
+DECISION_KIND_APPROVAL: DecisionKind.ValueType  # 9
+"""Tool calls wait for a human decision."""
+DECISION_KIND_CONTEXT_COMPRESSED: DecisionKind.ValueType  # 10
+"""Older messages were summarized to fit the context budget."""
+DECISION_KIND_CONTEXT_TRIMMED: DecisionKind.ValueType  # 11
+"""Older messages were dropped to fit the context budget."""
+DECISION_KIND_CONTEXT_SUMMARY_FAILED: DecisionKind.ValueType  # 12
+"""The summary call that compresses the context failed."""
+DECISION_KIND_SESSION_MEMORY_FAILED: DecisionKind.ValueType  # 13
+"""The call that writes the session memory failed."""
+DECISION_KIND_RESUMED: DecisionKind.ValueType  # 14
+"""The run was resumed from its last checkpoint."""
+DECISION_KIND_PLANNING_TEXT: DecisionKind.ValueType  # 15
+"""Text the model streamed turned out to precede tool calls (planning, not
+the answer): a client showing tokens may set it apart.
+"""
+Global___DecisionKind: _TypeAlias = DecisionKind  # noqa: Y015
+
 class _StreamMode:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -151,12 +284,12 @@ class RunOptions(_message.Message):
     STREAM_MODE_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     TOOLS_FIELD_NUMBER: _builtins.int
-    TOOL_TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    TOOL_TIMEOUT_FIELD_NUMBER: _builtins.int
     TEMPERATURE_FIELD_NUMBER: _builtins.int
     CONCURRENCY_FIELD_NUMBER: _builtins.int
     CANCEL_ON_DISCONNECT_FIELD_NUMBER: _builtins.int
     LOOP_DETECTION_FIELD_NUMBER: _builtins.int
-    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    OUTPUT_SCHEMA_FIELD_NUMBER: _builtins.int
     SERIAL_TOOLS_FIELD_NUMBER: _builtins.int
     REQUIRE_APPROVAL_FIELD_NUMBER: _builtins.int
     HOOKS_FIELD_NUMBER: _builtins.int
@@ -178,8 +311,6 @@ class RunOptions(_message.Message):
     """Which model calls stream tokens; see StreamMode."""
     model: _builtins.str
     """Model name passed to the Reasoner; empty uses its default."""
-    tool_timeout_seconds: _builtins.float
-    """Per tool call timeout in seconds; 0 uses the ToolService default."""
     temperature: _builtins.float
     """Sampling temperature in [0, 2] for every model call; unset uses the
     endpoint's default.
@@ -189,12 +320,6 @@ class RunOptions(_message.Message):
     cancel_on_disconnect: _builtins.bool
     """Cancel the run when the client's stream goes away. By default the run
     goes on in the background and its result can be read or watched later.
-    """
-    output_schema_json: _builtins.str
-    """A JSON Schema the final answer must satisfy. The gateway adds a finish
-    tool ("final_answer") with this schema, requires tool use until a call
-    validates, feeds validation errors back, and puts the validated object in
-    RunFinal.structured_output_json.
     """
     serial_tools: _builtins.bool
     """Run a round's tool calls one after the other, in the model's order,
@@ -228,8 +353,20 @@ class RunOptions(_message.Message):
         """
 
     @_builtins.property
+    def tool_timeout(self) -> _duration_pb2.Duration:
+        """Per tool call timeout, in (0s, 3600s]; unset uses the ToolService default."""
+
+    @_builtins.property
     def loop_detection(self) -> Global___LoopDetection:
         """Loop detection settings; unset uses the defaults."""
+
+    @_builtins.property
+    def output_schema(self) -> _struct_pb2.Struct:
+        """A JSON Schema (an object) the final answer must satisfy. The gateway adds
+        a finish tool ("final_answer") with this schema, requires tool use until a
+        call validates, feeds validation errors back, and puts the validated
+        object in RunFinal.structured_output.
+        """
 
     @_builtins.property
     def require_approval(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -251,12 +388,12 @@ class RunOptions(_message.Message):
         stream_mode: Global___StreamMode.ValueType = ...,
         model: _builtins.str = ...,
         tools: _abc.Iterable[_builtins.str] | None = ...,
-        tool_timeout_seconds: _builtins.float = ...,
+        tool_timeout: _duration_pb2.Duration | None = ...,
         temperature: _builtins.float | None = ...,
         concurrency: Global___ConcurrencyPolicy.ValueType = ...,
         cancel_on_disconnect: _builtins.bool = ...,
         loop_detection: Global___LoopDetection | None = ...,
-        output_schema_json: _builtins.str = ...,
+        output_schema: _struct_pb2.Struct | None = ...,
         serial_tools: _builtins.bool = ...,
         require_approval: _abc.Iterable[_builtins.str] | None = ...,
         hooks: _abc.Iterable[_builtins.str] | None = ...,
@@ -267,9 +404,9 @@ class RunOptions(_message.Message):
         context_summary_prompt: _builtins.str = ...,
         session_memory: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "loop_detection", b"loop_detection", "temperature", b"temperature"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "loop_detection", b"loop_detection", "output_schema", b"output_schema", "temperature", b"temperature", "tool_timeout", b"tool_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "context_budget_tokens", b"context_budget_tokens", "context_keep_recent_tokens", b"context_keep_recent_tokens", "context_summary_prompt", b"context_summary_prompt", "disable_flow_guidance", b"disable_flow_guidance", "disable_memory", b"disable_memory", "hooks", b"hooks", "loop_detection", b"loop_detection", "max_steps", b"max_steps", "model", b"model", "output_schema_json", b"output_schema_json", "require_approval", b"require_approval", "serial_tools", b"serial_tools", "session_memory", b"session_memory", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout_seconds", b"tool_timeout_seconds", "tools", b"tools"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_temperature", b"_temperature", "cancel_on_disconnect", b"cancel_on_disconnect", "concurrency", b"concurrency", "context_budget_tokens", b"context_budget_tokens", "context_keep_recent_tokens", b"context_keep_recent_tokens", "context_summary_prompt", b"context_summary_prompt", "disable_flow_guidance", b"disable_flow_guidance", "disable_memory", b"disable_memory", "hooks", b"hooks", "loop_detection", b"loop_detection", "max_steps", b"max_steps", "model", b"model", "output_schema", b"output_schema", "require_approval", b"require_approval", "serial_tools", b"serial_tools", "session_memory", b"session_memory", "stream_mode", b"stream_mode", "system_prompt", b"system_prompt", "temperature", b"temperature", "tool_timeout", b"tool_timeout", "tools", b"tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__temperature: _TypeAlias = _typing.Literal["temperature"]  # noqa: Y015
     _WhichOneofArgType__temperature: _TypeAlias = _typing.Literal["_temperature", b"_temperature"]  # noqa: Y015
@@ -346,6 +483,7 @@ class RunRequest(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     input: _builtins.str
     """The user's question or instruction; must not be empty."""
     user_id: _builtins.str
@@ -355,6 +493,14 @@ class RunRequest(_message.Message):
     thread_id: _builtins.str
     """Conversation identifier; empty starts a new thread (the gateway assigns
     an id). An existing thread continues its stored conversation.
+    """
+    request_id: _builtins.str
+    """Idempotency key chosen by the client (AIP-155), for example a UUID; at
+    most 256 characters, no control characters. The same key again from the
+    same user attaches to the run it started, streaming that run's events
+    from the start (Watch goes on from any sequence), instead of starting
+    another; the rest of the request is then not looked at. Empty never
+    deduplicates. A key is kept as long as its run.
     """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
@@ -374,10 +520,11 @@ class RunRequest(_message.Message):
         thread_id: _builtins.str = ...,
         history: _abc.Iterable[_common_pb2.Message] | None = ...,
         options: Global___RunOptions | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "request_id", b"request_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -394,6 +541,7 @@ class InvokeRequest(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     HISTORY_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     input: _builtins.str
     """The user's question or instruction; must not be empty."""
     user_id: _builtins.str
@@ -402,6 +550,10 @@ class InvokeRequest(_message.Message):
     """
     thread_id: _builtins.str
     """Conversation identifier; empty starts a new thread."""
+    request_id: _builtins.str
+    """Idempotency key, as RunRequest.request_id (one namespace for both): the
+    same key again returns the outcome of the run it started.
+    """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
         """Earlier turns to seed a NEW thread with (no system messages)."""
@@ -418,10 +570,11 @@ class InvokeRequest(_message.Message):
         thread_id: _builtins.str = ...,
         history: _abc.Iterable[_common_pb2.Message] | None = ...,
         options: Global___RunOptions | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["history", b"history", "input", b"input", "options", b"options", "request_id", b"request_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -461,23 +614,25 @@ class NodeEnd(_message.Message):
 
     NODE_FIELD_NUMBER: _builtins.int
     STEP_FIELD_NUMBER: _builtins.int
-    DURATION_MS_FIELD_NUMBER: _builtins.int
+    DURATION_FIELD_NUMBER: _builtins.int
     node: _builtins.str
     """Node name."""
     step: _builtins.int
     """Tool rounds completed when the node ended."""
-    duration_ms: _builtins.float
-    """Time spent in the node, in milliseconds."""
+    @_builtins.property
+    def duration(self) -> _duration_pb2.Duration:
+        """Time spent in the node."""
+
     def __init__(
         self,
         *,
         node: _builtins.str = ...,
         step: _builtins.int = ...,
-        duration_ms: _builtins.float = ...,
+        duration: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duration", b"duration"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duration_ms", b"duration_ms", "node", b"node", "step", b"step"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duration", b"duration", "node", b"node", "step", b"step"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -493,9 +648,9 @@ class LlmToken(_message.Message):
     REASONING_TOKEN_FIELD_NUMBER: _builtins.int
     STEP_FIELD_NUMBER: _builtins.int
     token: _builtins.str
-    """Visible content; empty when this event carries reasoning."""
+    """Visible content."""
     reasoning_token: _builtins.str
-    """Reasoning content; empty when this event carries visible content."""
+    """Reasoning content ("thinking"), when the endpoint exposes it."""
     step: _builtins.int
     """Tool rounds completed when the model was called."""
     def __init__(
@@ -505,11 +660,13 @@ class LlmToken(_message.Message):
         reasoning_token: _builtins.str = ...,
         step: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "reasoning_token", b"reasoning_token", "token", b"token"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reasoning_token", b"reasoning_token", "step", b"step", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "reasoning_token", b"reasoning_token", "step", b"step", "token", b"token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType_content: _TypeAlias = _typing.Literal["token", "reasoning_token"]  # noqa: Y015
+    _WhichOneofArgType_content: _TypeAlias = _typing.Literal["content", b"content"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_content) -> _WhichOneofReturnType_content | None: ...
 
 Global___LlmToken: _TypeAlias = LlmToken  # noqa: Y015
 
@@ -519,25 +676,27 @@ class ToolStart(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    TOOL_FIELD_NUMBER: _builtins.int
-    ARGS_JSON_FIELD_NUMBER: _builtins.int
-    ID_FIELD_NUMBER: _builtins.int
-    tool: _builtins.str
+    NAME_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
     """The tool's name."""
-    args_json: _builtins.str
-    """Arguments as the model wrote them (JSON text)."""
-    id: _builtins.str
-    """The tool call id."""
+    arguments_json: _builtins.str
+    """Arguments as the model wrote them (JSON text, verbatim: it may be
+    malformed, which the tool's result then reports).
+    """
+    tool_call_id: _builtins.str
+    """The ToolCall.id of the call."""
     def __init__(
         self,
         *,
-        tool: _builtins.str = ...,
-        args_json: _builtins.str = ...,
-        id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        arguments_json: _builtins.str = ...,
+        tool_call_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["args_json", b"args_json", "id", b"id", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "name", b"name", "tool_call_id", b"tool_call_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -549,13 +708,13 @@ class ToolEnd(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    TOOL_FIELD_NUMBER: _builtins.int
-    ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
-    tool: _builtins.str
+    name: _builtins.str
     """The tool's name."""
-    id: _builtins.str
-    """The tool call id."""
+    tool_call_id: _builtins.str
+    """The ToolCall.id of the call."""
     @_builtins.property
     def result(self) -> _common_pb2.ToolResult:
         """The full outcome, including error details."""
@@ -563,13 +722,13 @@ class ToolEnd(_message.Message):
     def __init__(
         self,
         *,
-        tool: _builtins.str = ...,
-        id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        tool_call_id: _builtins.str = ...,
         result: _common_pb2.ToolResult | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "result", b"result", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "result", b"result", "tool_call_id", b"tool_call_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -589,13 +748,8 @@ class RunMetadata(_message.Message):
     TOOL_CALLS_FIELD_NUMBER: _builtins.int
     steps_taken: _builtins.int
     """Tool rounds executed."""
-    stop_reason: _builtins.str
-    """Why the loop ended: "completed" (the model answered), "max_steps" (the
-    step limit was reached and the model answered without tools),
-    "needs_more_steps" (the model asked for more tool calls than steps
-    remained), "loop_detected", "cancelled" (Cancel was called), "paused"
-    (waiting for approval) or "error" (see the error event).
-    """
+    stop_reason: Global___StopReason.ValueType
+    """Why the loop ended; STOP_REASON_UNSPECIFIED while the run goes on."""
     llm_calls: _builtins.int
     """Number of model calls made."""
     tool_calls: _builtins.int
@@ -613,7 +767,7 @@ class RunMetadata(_message.Message):
         *,
         steps_taken: _builtins.int = ...,
         tools_used: _abc.Iterable[_builtins.str] | None = ...,
-        stop_reason: _builtins.str = ...,
+        stop_reason: Global___StopReason.ValueType = ...,
         llm_calls: _builtins.int = ...,
         usage: _common_pb2.Usage | None = ...,
         tool_calls: _builtins.int = ...,
@@ -634,31 +788,38 @@ class RunFinal(_message.Message):
 
     FINAL_REPLY_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
-    MESSAGES_FIELD_NUMBER: _builtins.int
-    STRUCTURED_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
+    RUN_MESSAGES_FIELD_NUMBER: _builtins.int
+    STRUCTURED_OUTPUT_FIELD_NUMBER: _builtins.int
     final_reply: _builtins.str
     """The answer for the user."""
-    structured_output_json: _builtins.str
-    """With RunOptions.output_schema_json: the validated answer object as JSON."""
     @_builtins.property
     def metadata(self) -> Global___RunMetadata:
         """Counters of the run."""
 
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
-        """The conversation as it stands after the run, the system prompt excluded."""
+    def run_messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
+        """The messages THIS run added to the thread, oldest first: its question,
+        the model's turns and the tool results. The earlier conversation (and a
+        new thread's RunRequest.history, which the client sent) is not repeated:
+        read it with GetThread, a page at a time. Its size is bounded by the run,
+        never by the thread's length.
+        """
+
+    @_builtins.property
+    def structured_output(self) -> _struct_pb2.Struct:
+        """With RunOptions.output_schema: the validated answer object."""
 
     def __init__(
         self,
         *,
         final_reply: _builtins.str = ...,
         metadata: Global___RunMetadata | None = ...,
-        messages: _abc.Iterable[_common_pb2.Message] | None = ...,
-        structured_output_json: _builtins.str = ...,
+        run_messages: _abc.Iterable[_common_pb2.Message] | None = ...,
+        structured_output: _struct_pb2.Struct | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "structured_output", b"structured_output"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["final_reply", b"final_reply", "messages", b"messages", "metadata", b"metadata", "structured_output_json", b"structured_output_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["final_reply", b"final_reply", "metadata", b"metadata", "run_messages", b"run_messages", "structured_output", b"structured_output"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -703,17 +864,14 @@ class Decision(_message.Message):
 
     KIND_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
-    kind: _builtins.str
-    """What kind: "loop_detected", "remaining_steps", "flow_guidance",
-    "memory_stored", "memory_recalled", "hook", "structured_output_invalid",
-    "approval".
-    """
+    kind: Global___DecisionKind.ValueType
+    """What kind of judgement."""
     detail: _builtins.str
     """Details for a person."""
     def __init__(
         self,
         *,
-        kind: _builtins.str = ...,
+        kind: Global___DecisionKind.ValueType = ...,
         detail: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
@@ -733,8 +891,8 @@ class RunError(_message.Message):
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     NODE_FIELD_NUMBER: _builtins.int
-    code: _builtins.str
-    """gRPC status code name of the cause, for example "UNAVAILABLE"."""
+    code: _code_pb2.Code.ValueType
+    """Status code of the cause, for example UNAVAILABLE."""
     message: _builtins.str
     """What failed, written for a person."""
     node: _builtins.str
@@ -742,7 +900,7 @@ class RunError(_message.Message):
     def __init__(
         self,
         *,
-        code: _builtins.str = ...,
+        code: _code_pb2.Code.ValueType = ...,
         message: _builtins.str = ...,
         node: _builtins.str = ...,
     ) -> None: ...
@@ -808,7 +966,9 @@ class RunEvent(_message.Message):
 
     @_builtins.property
     def interrupt(self) -> Global___Interrupt:
-        """The run paused for approval; the last event until Resume."""
+        """The run paused for approval: the last event until Resume but for the
+        decision and node_end events that close the paused step.
+        """
 
     @_builtins.property
     def decision(self) -> Global___Decision:
@@ -918,6 +1078,7 @@ class RunInfo(_message.Message):
     CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
     OWNER_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     thread_id: _builtins.str
@@ -934,6 +1095,8 @@ class RunInfo(_message.Message):
     """Checkpoint this state was read at."""
     owner: _builtins.str
     """Gateway instance holding the run's lease; empty when none does."""
+    request_id: _builtins.str
+    """The request_id the run was started with; empty when none."""
     @_builtins.property
     def metadata(self) -> Global___RunMetadata:
         """Counters and stop reason so far (final values once the run ended)."""
@@ -955,10 +1118,11 @@ class RunInfo(_message.Message):
         checkpoint_id: _builtins.str = ...,
         owner: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "metadata", b"metadata"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "request_id", b"request_id", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1029,22 +1193,33 @@ class GetThreadRequest(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     USER_ID_FIELD_NUMBER: _builtins.int
     CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     """The thread to read; required."""
     user_id: _builtins.str
     """The caller; must own the thread."""
     checkpoint_id: _builtins.str
     """Read the state as of this checkpoint instead of the latest. Optional."""
+    page_size: _builtins.int
+    """Messages per page in [1, 1000]; 0 means 100. A page also ends early
+    once it holds 1 MiB of messages, so a response stays far below the 4 MiB
+    default receive limit of gRPC clients.
+    """
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
     def __init__(
         self,
         *,
         thread_id: _builtins.str = ...,
         user_id: _builtins.str = ...,
         checkpoint_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "page_size", b"page_size", "page_token", b"page_token", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1059,6 +1234,8 @@ class GetThreadResponse(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     USER_ID_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    TOTAL_MESSAGES_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     UPDATED_AT_FIELD_NUMBER: _builtins.int
@@ -1066,10 +1243,14 @@ class GetThreadResponse(_message.Message):
     """The thread."""
     user_id: _builtins.str
     """Its owner."""
+    next_page_token: _builtins.str
+    """Token for the next page of messages; empty on the last page."""
+    total_messages: _builtins.int
+    """Messages in the whole conversation (as of the checkpoint)."""
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
-        """The conversation (as of the checkpoint when one was named), oldest
-        first, system prompts excluded.
+        """One page of the conversation (as of the checkpoint when one was named),
+        oldest first, system prompts excluded.
         """
 
     @_builtins.property
@@ -1090,13 +1271,15 @@ class GetThreadResponse(_message.Message):
         thread_id: _builtins.str = ...,
         user_id: _builtins.str = ...,
         messages: _abc.Iterable[_common_pb2.Message] | None = ...,
+        next_page_token: _builtins.str = ...,
+        total_messages: _builtins.int = ...,
         state: Global___RunInfo | None = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         updated_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "state", b"state", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "messages", b"messages", "state", b"state", "thread_id", b"thread_id", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "messages", b"messages", "next_page_token", b"next_page_token", "state", b"state", "thread_id", b"thread_id", "total_messages", b"total_messages", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1177,10 +1360,17 @@ class ResumeRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     USER_ID_FIELD_NUMBER: _builtins.int
     DECISIONS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run to continue; required."""
     user_id: _builtins.str
     """The caller; must own the run's thread."""
+    request_id: _builtins.str
+    """Idempotency key chosen by the client, as RunRequest.request_id: the
+    same key again for the same run streams the events of the resumption it
+    started (from where that stream began) instead of resuming twice or
+    failing because the run is no longer paused.
+    """
     @_builtins.property
     def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ApprovalDecision]:
         """For a PAUSED run: one decision per pending tool call."""
@@ -1191,10 +1381,11 @@ class ResumeRequest(_message.Message):
         run_id: _builtins.str = ...,
         user_id: _builtins.str = ...,
         decisions: _abc.Iterable[Global___ApprovalDecision] | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "request_id", b"request_id", "run_id", b"run_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1429,16 +1620,24 @@ class ListMemoriesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     USER_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
     """Whose memories."""
+    page_size: _builtins.int
+    """Page size in [1, 1000]; 0 means 100."""
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
     def __init__(
         self,
         *,
         user_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1451,6 +1650,9 @@ class ListMemoriesResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MEMORIES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___Memory]:
         """The memories, newest first."""
@@ -1459,10 +1661,11 @@ class ListMemoriesResponse(_message.Message):
         self,
         *,
         memories: _abc.Iterable[Global___Memory] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memories", b"memories"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memories", b"memories", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1510,3 +1713,237 @@ class DeleteMemoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteMemoryResponse: _TypeAlias = DeleteMemoryResponse  # noqa: Y015
+
+@_typing.final
+class ListThreadsRequest(_message.Message):
+    """Request of Agent.ListThreads."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    """The caller."""
+    page_size: _builtins.int
+    """Page size in [1, 1000]; 0 means 100."""
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListThreadsRequest: _TypeAlias = ListThreadsRequest  # noqa: Y015
+
+@_typing.final
+class ThreadSummary(_message.Message):
+    """A thread as ListThreads shows it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    PREVIEW_FIELD_NUMBER: _builtins.int
+    LATEST_RUN_ID_FIELD_NUMBER: _builtins.int
+    LATEST_RUN_STATUS_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread."""
+    message_count: _builtins.int
+    """Messages in its conversation."""
+    preview: _builtins.str
+    """The start of its last message, at most 200 characters; empty for a
+    thread without messages.
+    """
+    latest_run_id: _builtins.str
+    """Its latest run; empty for a thread without runs."""
+    latest_run_status: Global___RunStatus.ValueType
+    """The latest run's status; RUN_STATUS_UNSPECIFIED without runs."""
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was created."""
+
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """When it last changed."""
+
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+        message_count: _builtins.int = ...,
+        preview: _builtins.str = ...,
+        latest_run_id: _builtins.str = ...,
+        latest_run_status: Global___RunStatus.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "latest_run_id", b"latest_run_id", "latest_run_status", b"latest_run_status", "message_count", b"message_count", "preview", b"preview", "thread_id", b"thread_id", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ThreadSummary: _TypeAlias = ThreadSummary  # noqa: Y015
+
+@_typing.final
+class ListThreadsResponse(_message.Message):
+    """Response of Agent.ListThreads."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREADS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
+    @_builtins.property
+    def threads(self) -> _containers.RepeatedCompositeFieldContainer[Global___ThreadSummary]:
+        """Threads, most recently updated first."""
+
+    def __init__(
+        self,
+        *,
+        threads: _abc.Iterable[Global___ThreadSummary] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "threads", b"threads"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListThreadsResponse: _TypeAlias = ListThreadsResponse  # noqa: Y015
+
+@_typing.final
+class ListRunsRequest(_message.Message):
+    """Request of Agent.ListRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread; required."""
+    user_id: _builtins.str
+    """The caller; must own the thread."""
+    page_size: _builtins.int
+    """Page size in [1, 1000]; 0 means 100."""
+    page_token: _builtins.str
+    """Token from a previous response; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRunsRequest: _TypeAlias = ListRunsRequest  # noqa: Y015
+
+@_typing.final
+class ListRunsResponse(_message.Message):
+    """Response of Agent.ListRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUNS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last page."""
+    @_builtins.property
+    def runs(self) -> _containers.RepeatedCompositeFieldContainer[Global___RunInfo]:
+        """Runs, newest first, each as of its latest checkpoint."""
+
+    def __init__(
+        self,
+        *,
+        runs: _abc.Iterable[Global___RunInfo] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "runs", b"runs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRunsResponse: _TypeAlias = ListRunsResponse  # noqa: Y015
+
+@_typing.final
+class ForkThreadRequest(_message.Message):
+    """Request of Agent.ForkThread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    NEW_THREAD_ID_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The thread to copy; required."""
+    user_id: _builtins.str
+    """The caller; must own the thread."""
+    checkpoint_id: _builtins.str
+    """The checkpoint ("<run_id>:<index>", from ListCheckpoints) whose
+    conversation the new thread starts with; required.
+    """
+    new_thread_id: _builtins.str
+    """Id of the new thread; empty lets the gateway choose one."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        checkpoint_id: _builtins.str = ...,
+        new_thread_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "new_thread_id", b"new_thread_id", "thread_id", b"thread_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkThreadRequest: _TypeAlias = ForkThreadRequest  # noqa: Y015
+
+@_typing.final
+class ForkThreadResponse(_message.Message):
+    """Response of Agent.ForkThread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.str
+    """The new thread; run on it with RunRequest.thread_id."""
+    message_count: _builtins.int
+    """Messages copied into it: the conversation as of the checkpoint."""
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.str = ...,
+        message_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message_count", b"message_count", "thread_id", b"thread_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkThreadResponse: _TypeAlias = ForkThreadResponse  # noqa: Y015

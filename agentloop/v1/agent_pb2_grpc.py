@@ -83,6 +83,21 @@ class AgentStub:
                 request_serializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.SerializeToString,
                 response_deserializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.FromString,
                 _registered_method=True)
+        self.ListThreads = channel.unary_unary(
+                '/agentloop.v1.Agent/ListThreads',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsResponse.FromString,
+                _registered_method=True)
+        self.ListRuns = channel.unary_unary(
+                '/agentloop.v1.Agent/ListRuns',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.FromString,
+                _registered_method=True)
+        self.ForkThread = channel.unary_unary(
+                '/agentloop.v1.Agent/ForkThread',
+                request_serializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServicer:
@@ -115,16 +130,17 @@ class AgentServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetThread(self, request, context):
-        """Reads a thread: its conversation and the state of its latest run, or the
-        state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-        belongs to another user.
+        """Reads a thread: its conversation, a page at a time, and the state of its
+        latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+        or one that belongs to another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListCheckpoints(self, request, context):
-        """Lists a thread's checkpoints, oldest first, a page at a time.
+        """Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+        for an unknown thread or one of another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -133,8 +149,9 @@ class AgentServicer:
     def Resume(self, request, context):
         """Continues an interrupted run (its gateway died) from its last
         checkpoint and streams its events from there. Tool calls that already
-        finished are not run again. FAILED_PRECONDITION when the run has ended
-        or another live gateway owns it.
+        finished are not run again. NOT_FOUND for an unknown run or one of
+        another user; FAILED_PRECONDITION when the run has ended or another live
+        gateway owns it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -143,6 +160,7 @@ class AgentServicer:
     def Cancel(self, request, context):
         """Asks a run to stop at its next safe point. Tool calls already issued get
         a "cancelled" result so the thread stays valid for its next run.
+        NOT_FOUND for an unknown run or one of another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,13 +169,15 @@ class AgentServicer:
     def Watch(self, request, context):
         """Streams a run's events with sequence > after_sequence: the stored ones
         first, then live ones until the run ends. Works during and after the run.
+        NOT_FOUND for an unknown run or one of another user.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListMemories(self, request, context):
-        """Lists the long-term memories stored for a user, newest first.
+        """Lists the long-term memories stored for a user, newest first, a page at
+        a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -165,6 +185,34 @@ class AgentServicer:
 
     def DeleteMemory(self, request, context):
         """Deletes one memory of a user. NOT_FOUND when it does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListThreads(self, request, context):
+        """Lists the caller's threads, most recently updated first, a page at a
+        time, each with a preview (its last message, its latest run's status).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRuns(self, request, context):
+        """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+        unknown thread or one of another user.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForkThread(self, request, context):
+        """Copies a thread as of one of its checkpoints into a new thread of the
+        same user (time travel: retry from an earlier point). The new thread has
+        the conversation up to that checkpoint and no runs; runs on it never
+        change the original, nor runs on the original the copy. NOT_FOUND for an
+        unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+        new_thread_id is taken.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -217,6 +265,21 @@ def add_AgentServicer_to_server(servicer, server):
                     servicer.DeleteMemory,
                     request_deserializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.FromString,
                     response_serializer=agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.SerializeToString,
+            ),
+            'ListThreads': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListThreads,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ListThreadsResponse.SerializeToString,
+            ),
+            'ListRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRuns,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.SerializeToString,
+            ),
+            'ForkThread': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkThread,
+                    request_deserializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_agent__pb2.ForkThreadResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -466,6 +529,87 @@ class Agent:
             '/agentloop.v1.Agent/DeleteMemory',
             agentloop_dot_v1_dot_agent__pb2.DeleteMemoryRequest.SerializeToString,
             agentloop_dot_v1_dot_agent__pb2.DeleteMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListThreads(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ListThreads',
+            agentloop_dot_v1_dot_agent__pb2.ListThreadsRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ListThreadsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ListRuns',
+            agentloop_dot_v1_dot_agent__pb2.ListRunsRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ListRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Agent/ForkThread',
+            agentloop_dot_v1_dot_agent__pb2.ForkThreadRequest.SerializeToString,
+            agentloop_dot_v1_dot_agent__pb2.ForkThreadResponse.FromString,
             options,
             channel_credentials,
             insecure,

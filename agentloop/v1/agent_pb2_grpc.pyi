@@ -56,30 +56,53 @@ class AgentStub:
     so the final answer is never generated twice (stream_mode is ignored).
     """
     GetThread: _grpc.UnaryUnaryMultiCallable[_agent_pb2.GetThreadRequest, _agent_pb2.GetThreadResponse]
-    """Reads a thread: its conversation and the state of its latest run, or the
-    state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-    belongs to another user.
+    """Reads a thread: its conversation, a page at a time, and the state of its
+    latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+    or one that belongs to another user.
     """
     ListCheckpoints: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListCheckpointsRequest, _agent_pb2.ListCheckpointsResponse]
-    """Lists a thread's checkpoints, oldest first, a page at a time."""
+    """Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+    for an unknown thread or one of another user.
+    """
     Resume: _grpc.UnaryStreamMultiCallable[_agent_pb2.ResumeRequest, _agent_pb2.ResumeResponse]
     """Continues an interrupted run (its gateway died) from its last
     checkpoint and streams its events from there. Tool calls that already
-    finished are not run again. FAILED_PRECONDITION when the run has ended
-    or another live gateway owns it.
+    finished are not run again. NOT_FOUND for an unknown run or one of
+    another user; FAILED_PRECONDITION when the run has ended or another live
+    gateway owns it.
     """
     Cancel: _grpc.UnaryUnaryMultiCallable[_agent_pb2.CancelRequest, _agent_pb2.CancelResponse]
     """Asks a run to stop at its next safe point. Tool calls already issued get
     a "cancelled" result so the thread stays valid for its next run.
+    NOT_FOUND for an unknown run or one of another user.
     """
     Watch: _grpc.UnaryStreamMultiCallable[_agent_pb2.WatchRequest, _agent_pb2.WatchResponse]
     """Streams a run's events with sequence > after_sequence: the stored ones
     first, then live ones until the run ends. Works during and after the run.
+    NOT_FOUND for an unknown run or one of another user.
     """
     ListMemories: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListMemoriesRequest, _agent_pb2.ListMemoriesResponse]
-    """Lists the long-term memories stored for a user, newest first."""
+    """Lists the long-term memories stored for a user, newest first, a page at
+    a time.
+    """
     DeleteMemory: _grpc.UnaryUnaryMultiCallable[_agent_pb2.DeleteMemoryRequest, _agent_pb2.DeleteMemoryResponse]
     """Deletes one memory of a user. NOT_FOUND when it does not exist."""
+    ListThreads: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListThreadsRequest, _agent_pb2.ListThreadsResponse]
+    """Lists the caller's threads, most recently updated first, a page at a
+    time, each with a preview (its last message, its latest run's status).
+    """
+    ListRuns: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListRunsRequest, _agent_pb2.ListRunsResponse]
+    """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+    unknown thread or one of another user.
+    """
+    ForkThread: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ForkThreadRequest, _agent_pb2.ForkThreadResponse]
+    """Copies a thread as of one of its checkpoints into a new thread of the
+    same user (time travel: retry from an earlier point). The new thread has
+    the conversation up to that checkpoint and no runs; runs on it never
+    change the original, nor runs on the original the copy. NOT_FOUND for an
+    unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+    new_thread_id is taken.
+    """
 
 @_typing.type_check_only
 class AgentAsyncStub(AgentStub):
@@ -105,30 +128,53 @@ class AgentAsyncStub(AgentStub):
     so the final answer is never generated twice (stream_mode is ignored).
     """
     GetThread: _aio.UnaryUnaryMultiCallable[_agent_pb2.GetThreadRequest, _agent_pb2.GetThreadResponse]  # type: ignore[assignment]
-    """Reads a thread: its conversation and the state of its latest run, or the
-    state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-    belongs to another user.
+    """Reads a thread: its conversation, a page at a time, and the state of its
+    latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+    or one that belongs to another user.
     """
     ListCheckpoints: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListCheckpointsRequest, _agent_pb2.ListCheckpointsResponse]  # type: ignore[assignment]
-    """Lists a thread's checkpoints, oldest first, a page at a time."""
+    """Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+    for an unknown thread or one of another user.
+    """
     Resume: _aio.UnaryStreamMultiCallable[_agent_pb2.ResumeRequest, _agent_pb2.ResumeResponse]  # type: ignore[assignment]
     """Continues an interrupted run (its gateway died) from its last
     checkpoint and streams its events from there. Tool calls that already
-    finished are not run again. FAILED_PRECONDITION when the run has ended
-    or another live gateway owns it.
+    finished are not run again. NOT_FOUND for an unknown run or one of
+    another user; FAILED_PRECONDITION when the run has ended or another live
+    gateway owns it.
     """
     Cancel: _aio.UnaryUnaryMultiCallable[_agent_pb2.CancelRequest, _agent_pb2.CancelResponse]  # type: ignore[assignment]
     """Asks a run to stop at its next safe point. Tool calls already issued get
     a "cancelled" result so the thread stays valid for its next run.
+    NOT_FOUND for an unknown run or one of another user.
     """
     Watch: _aio.UnaryStreamMultiCallable[_agent_pb2.WatchRequest, _agent_pb2.WatchResponse]  # type: ignore[assignment]
     """Streams a run's events with sequence > after_sequence: the stored ones
     first, then live ones until the run ends. Works during and after the run.
+    NOT_FOUND for an unknown run or one of another user.
     """
     ListMemories: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListMemoriesRequest, _agent_pb2.ListMemoriesResponse]  # type: ignore[assignment]
-    """Lists the long-term memories stored for a user, newest first."""
+    """Lists the long-term memories stored for a user, newest first, a page at
+    a time.
+    """
     DeleteMemory: _aio.UnaryUnaryMultiCallable[_agent_pb2.DeleteMemoryRequest, _agent_pb2.DeleteMemoryResponse]  # type: ignore[assignment]
     """Deletes one memory of a user. NOT_FOUND when it does not exist."""
+    ListThreads: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListThreadsRequest, _agent_pb2.ListThreadsResponse]  # type: ignore[assignment]
+    """Lists the caller's threads, most recently updated first, a page at a
+    time, each with a preview (its last message, its latest run's status).
+    """
+    ListRuns: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListRunsRequest, _agent_pb2.ListRunsResponse]  # type: ignore[assignment]
+    """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+    unknown thread or one of another user.
+    """
+    ForkThread: _aio.UnaryUnaryMultiCallable[_agent_pb2.ForkThreadRequest, _agent_pb2.ForkThreadResponse]  # type: ignore[assignment]
+    """Copies a thread as of one of its checkpoints into a new thread of the
+    same user (time travel: retry from an earlier point). The new thread has
+    the conversation up to that checkpoint and no runs; runs on it never
+    change the original, nor runs on the original the copy. NOT_FOUND for an
+    unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+    new_thread_id is taken.
+    """
 
 class AgentServicer(metaclass=_abc_1.ABCMeta):
     """The agent loop as a service. Runs are durable: every node transition is
@@ -169,9 +215,9 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         request: _agent_pb2.GetThreadRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.GetThreadResponse, _abc.Awaitable[_agent_pb2.GetThreadResponse]]:
-        """Reads a thread: its conversation and the state of its latest run, or the
-        state as of one checkpoint. NOT_FOUND for an unknown thread or one that
-        belongs to another user.
+        """Reads a thread: its conversation, a page at a time, and the state of its
+        latest run, or both as of one checkpoint. NOT_FOUND for an unknown thread
+        or one that belongs to another user.
         """
 
     @_abc_1.abstractmethod
@@ -180,7 +226,9 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         request: _agent_pb2.ListCheckpointsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.ListCheckpointsResponse, _abc.Awaitable[_agent_pb2.ListCheckpointsResponse]]:
-        """Lists a thread's checkpoints, oldest first, a page at a time."""
+        """Lists a thread's checkpoints, oldest first, a page at a time. NOT_FOUND
+        for an unknown thread or one of another user.
+        """
 
     @_abc_1.abstractmethod
     def Resume(
@@ -190,8 +238,9 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_agent_pb2.ResumeResponse], _abc.AsyncIterator[_agent_pb2.ResumeResponse]]:
         """Continues an interrupted run (its gateway died) from its last
         checkpoint and streams its events from there. Tool calls that already
-        finished are not run again. FAILED_PRECONDITION when the run has ended
-        or another live gateway owns it.
+        finished are not run again. NOT_FOUND for an unknown run or one of
+        another user; FAILED_PRECONDITION when the run has ended or another live
+        gateway owns it.
         """
 
     @_abc_1.abstractmethod
@@ -202,6 +251,7 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_agent_pb2.CancelResponse, _abc.Awaitable[_agent_pb2.CancelResponse]]:
         """Asks a run to stop at its next safe point. Tool calls already issued get
         a "cancelled" result so the thread stays valid for its next run.
+        NOT_FOUND for an unknown run or one of another user.
         """
 
     @_abc_1.abstractmethod
@@ -212,6 +262,7 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_agent_pb2.WatchResponse], _abc.AsyncIterator[_agent_pb2.WatchResponse]]:
         """Streams a run's events with sequence > after_sequence: the stored ones
         first, then live ones until the run ends. Works during and after the run.
+        NOT_FOUND for an unknown run or one of another user.
         """
 
     @_abc_1.abstractmethod
@@ -220,7 +271,9 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         request: _agent_pb2.ListMemoriesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.ListMemoriesResponse, _abc.Awaitable[_agent_pb2.ListMemoriesResponse]]:
-        """Lists the long-term memories stored for a user, newest first."""
+        """Lists the long-term memories stored for a user, newest first, a page at
+        a time.
+        """
 
     @_abc_1.abstractmethod
     def DeleteMemory(
@@ -229,5 +282,39 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.DeleteMemoryResponse, _abc.Awaitable[_agent_pb2.DeleteMemoryResponse]]:
         """Deletes one memory of a user. NOT_FOUND when it does not exist."""
+
+    @_abc_1.abstractmethod
+    def ListThreads(
+        self,
+        request: _agent_pb2.ListThreadsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ListThreadsResponse, _abc.Awaitable[_agent_pb2.ListThreadsResponse]]:
+        """Lists the caller's threads, most recently updated first, a page at a
+        time, each with a preview (its last message, its latest run's status).
+        """
+
+    @_abc_1.abstractmethod
+    def ListRuns(
+        self,
+        request: _agent_pb2.ListRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ListRunsResponse, _abc.Awaitable[_agent_pb2.ListRunsResponse]]:
+        """Lists a thread's runs, newest first, a page at a time. NOT_FOUND for an
+        unknown thread or one of another user.
+        """
+
+    @_abc_1.abstractmethod
+    def ForkThread(
+        self,
+        request: _agent_pb2.ForkThreadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.ForkThreadResponse, _abc.Awaitable[_agent_pb2.ForkThreadResponse]]:
+        """Copies a thread as of one of its checkpoints into a new thread of the
+        same user (time travel: retry from an earlier point). The new thread has
+        the conversation up to that checkpoint and no runs; runs on it never
+        change the original, nor runs on the original the copy. NOT_FOUND for an
+        unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
+        new_thread_id is taken.
+        """
 
 def add_AgentServicer_to_server(servicer: AgentServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -9,6 +9,7 @@ never changes shape as it travels between services.
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -55,6 +56,30 @@ ROLE_TOOL: Role.ValueType  # 4
 """The result of one tool call, answering the call named by tool_call_id."""
 Global___Role: _TypeAlias = Role  # noqa: Y015
 
+class _NextStepTrigger:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _NextStepTriggerEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_NextStepTrigger.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    NEXT_STEP_TRIGGER_UNSPECIFIED: _NextStepTrigger.ValueType  # 0
+    """Not set; rejected when a tool is registered."""
+    NEXT_STEP_TRIGGER_SUCCESS: _NextStepTrigger.ValueType  # 1
+    """After the tool's call succeeded."""
+    NEXT_STEP_TRIGGER_ERROR: _NextStepTrigger.ValueType  # 2
+    """After the tool's call returned an error result."""
+
+class NextStepTrigger(_NextStepTrigger, metaclass=_NextStepTriggerEnumTypeWrapper):
+    """When a flow-guidance rule applies."""
+
+NEXT_STEP_TRIGGER_UNSPECIFIED: NextStepTrigger.ValueType  # 0
+"""Not set; rejected when a tool is registered."""
+NEXT_STEP_TRIGGER_SUCCESS: NextStepTrigger.ValueType  # 1
+"""After the tool's call succeeded."""
+NEXT_STEP_TRIGGER_ERROR: NextStepTrigger.ValueType  # 2
+"""After the tool's call returned an error result."""
+Global___NextStepTrigger: _TypeAlias = NextStepTrigger  # noqa: Y015
+
 class _ToolChoiceMode:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -90,7 +115,9 @@ class _ToolErrorKind:
 class _ToolErrorKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ToolErrorKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TOOL_ERROR_KIND_UNSPECIFIED: _ToolErrorKind.ValueType  # 0
-    """The call succeeded."""
+    """Not set; never sent by the ToolService or the gateway."""
+    TOOL_ERROR_KIND_NONE: _ToolErrorKind.ValueType  # 10
+    """The call succeeded (is_error is false)."""
     TOOL_ERROR_KIND_UNKNOWN_TOOL: _ToolErrorKind.ValueType  # 1
     """No tool with that name is registered."""
     TOOL_ERROR_KIND_MALFORMED_ARGUMENTS: _ToolErrorKind.ValueType  # 2
@@ -113,10 +140,17 @@ class _ToolErrorKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ToolErr
     """
 
 class ToolErrorKind(_ToolErrorKind, metaclass=_ToolErrorKindEnumTypeWrapper):
-    """Why a tool call produced an error result instead of a value."""
+    """Why a tool call produced an error result instead of a value.
+
+    Every result carries an explicit kind: TOOL_ERROR_KIND_NONE for a success,
+    one of the others for a failure. UNSPECIFIED (0) only means "not set" (a
+    sender that predates NONE); readers then go by is_error.
+    """
 
 TOOL_ERROR_KIND_UNSPECIFIED: ToolErrorKind.ValueType  # 0
-"""The call succeeded."""
+"""Not set; never sent by the ToolService or the gateway."""
+TOOL_ERROR_KIND_NONE: ToolErrorKind.ValueType  # 10
+"""The call succeeded (is_error is false)."""
 TOOL_ERROR_KIND_UNKNOWN_TOOL: ToolErrorKind.ValueType  # 1
 """No tool with that name is registered."""
 TOOL_ERROR_KIND_MALFORMED_ARGUMENTS: ToolErrorKind.ValueType  # 2
@@ -331,11 +365,11 @@ class NextStepRule(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    ON_FIELD_NUMBER: _builtins.int
+    TRIGGER_FIELD_NUMBER: _builtins.int
     NEXT_STEP_FIELD_NUMBER: _builtins.int
     HINT_FIELD_NUMBER: _builtins.int
-    on: _builtins.str
-    """When the rule applies: "success" or "error"."""
+    trigger: Global___NextStepTrigger.ValueType
+    """When the rule applies."""
     next_step: _builtins.str
     """Short name of the suggested next step, for example "run_sql"."""
     hint: _builtins.str
@@ -343,13 +377,13 @@ class NextStepRule(_message.Message):
     def __init__(
         self,
         *,
-        on: _builtins.str = ...,
+        trigger: Global___NextStepTrigger.ValueType = ...,
         next_step: _builtins.str = ...,
         hint: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hint", b"hint", "next_step", b"next_step", "on", b"on"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hint", b"hint", "next_step", b"next_step", "trigger", b"trigger"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -468,7 +502,7 @@ class ToolResult(_message.Message):
     CONTENT_FIELD_NUMBER: _builtins.int
     IS_ERROR_FIELD_NUMBER: _builtins.int
     ERROR_KIND_FIELD_NUMBER: _builtins.int
-    DURATION_MS_FIELD_NUMBER: _builtins.int
+    DURATION_FIELD_NUMBER: _builtins.int
     tool_call_id: _builtins.str
     """The ToolCall.id this result answers."""
     name: _builtins.str
@@ -480,9 +514,11 @@ class ToolResult(_message.Message):
     is_error: _builtins.bool
     """True when the call failed; error_kind says how."""
     error_kind: Global___ToolErrorKind.ValueType
-    """Category of the failure; UNSPECIFIED on success."""
-    duration_ms: _builtins.float
-    """Wall-clock time the call took, in milliseconds."""
+    """TOOL_ERROR_KIND_NONE on success, the category of the failure otherwise."""
+    @_builtins.property
+    def duration(self) -> _duration_pb2.Duration:
+        """Wall-clock time the call took."""
+
     def __init__(
         self,
         *,
@@ -491,11 +527,11 @@ class ToolResult(_message.Message):
         content: _builtins.str = ...,
         is_error: _builtins.bool = ...,
         error_kind: Global___ToolErrorKind.ValueType = ...,
-        duration_ms: _builtins.float = ...,
+        duration: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duration", b"duration"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "duration_ms", b"duration_ms", "error_kind", b"error_kind", "is_error", b"is_error", "name", b"name", "tool_call_id", b"tool_call_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "duration", b"duration", "error_kind", b"error_kind", "is_error", b"is_error", "name", b"name", "tool_call_id", b"tool_call_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -9,6 +9,7 @@ batch never fails as a whole because of one call.
 from agentloop.v1 import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 import builtins as _builtins
@@ -77,12 +78,10 @@ class ExecuteRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     CALLS_FIELD_NUMBER: _builtins.int
-    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
     MAX_CONCURRENCY_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_SCOPE_FIELD_NUMBER: _builtins.int
     INJECTED_FIELD_NUMBER: _builtins.int
-    timeout_seconds: _builtins.float
-    """Per-call timeout in seconds; 0 uses the service default. Must be >= 0."""
     max_concurrency: _builtins.int
     """How many calls may run at once; 0 uses the service default. Must be >= 0."""
     idempotency_scope: _builtins.str
@@ -98,6 +97,10 @@ class ExecuteRequest(_message.Message):
         """The calls to run; ids must be non-empty and unique within the batch."""
 
     @_builtins.property
+    def timeout(self) -> _duration_pb2.Duration:
+        """Per-call timeout; unset uses the service default. Must not be negative."""
+
+    @_builtins.property
     def injected(self) -> _common_pb2.InjectedContext:
         """Values for the tools' injected parameters (conversation, user, thread,
         run metadata). Tools that declare none ignore it.
@@ -107,14 +110,14 @@ class ExecuteRequest(_message.Message):
         self,
         *,
         calls: _abc.Iterable[_common_pb2.ToolCall] | None = ...,
-        timeout_seconds: _builtins.float = ...,
+        timeout: _duration_pb2.Duration | None = ...,
         max_concurrency: _builtins.int = ...,
         idempotency_scope: _builtins.str = ...,
         injected: _common_pb2.InjectedContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["injected", b"injected"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["injected", b"injected", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "idempotency_scope", b"idempotency_scope", "injected", b"injected", "max_concurrency", b"max_concurrency", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "idempotency_scope", b"idempotency_scope", "injected", b"injected", "max_concurrency", b"max_concurrency", "timeout", b"timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

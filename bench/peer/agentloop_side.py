@@ -107,8 +107,9 @@ def problem(reply: agent_pb2.InvokeResponse, steps: int, fanout: int, tokens: in
     results = reply.tool_results
     failed = [r for r in results if r.is_error or "value-for-" not in r.content]
     words = len(reply.final.final_reply.split())
-    if md.stop_reason != "completed" or md.steps_taken != steps:
-        return f"stop_reason={md.stop_reason} steps_taken={md.steps_taken} (expected {steps})"
+    if md.stop_reason != agent_pb2.STOP_REASON_COMPLETED or md.steps_taken != steps:
+        stop = agent_pb2.StopReason.Name(md.stop_reason)
+        return f"stop_reason={stop} steps_taken={md.steps_taken} (expected {steps})"
     if len(results) != steps * fanout or failed:
         first = failed[0].content[:200] if failed else ""
         return f"{len(results)} tool results, {len(failed)} failed (expected {steps * fanout}) {first}"
@@ -247,7 +248,7 @@ async def measure(stack: Stack, model: FakeModel, config: Config, tokens: int) -
             _, errors, replies = await run_many(config.warmup, min(config.concurrency, config.warmup), one)
             if errors:
                 raise RuntimeError(f"{stack.backend} warm-up failed: {errors[0]}")
-            if any(r.final.metadata.stop_reason == "loop_detected" for r in replies):
+            if any(r.final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED for r in replies):
                 request.options.loop_detection.disabled = True
                 loop_detection = "disabled: the default detector stopped a warm-up run of this workload"
                 stack.loop_detection_off.append(config.label)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agentloop.errors import AgentloopError
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 
 
 class RunStatus(enum.StrEnum):
@@ -47,6 +48,14 @@ class RunStatus(enum.StrEnum):
 
 class LeaseLost(AgentloopError):
     """The caller no longer owns the run (its lease expired and another gateway claimed it)."""
+
+
+class RequestReplayed(Exception):
+    """A run with this request id already exists for the user: attach to `run_id` instead."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"request already started run {run_id}")
+        self.run_id = run_id
 
 
 class ThreadBusy(AgentloopError):
@@ -79,6 +88,12 @@ class RunRow:
     updated_at: datetime
     sequence_reserved: int = 0
     """Event numbers up to here may have reached clients; a new owner numbers above it."""
+    request_id: str | None = None
+    """The client's idempotency key the run was started with (unique per user), if any."""
+    resume_request_id: str | None = None
+    """The idempotency key of the Resume that last continued the run, if it had one."""
+    resume_sequence: int = 0
+    """The event number that Resume's stream started after."""
 
     @property
     def next_sequence_base(self) -> int:
@@ -164,9 +179,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def thread_messages(
-        self, thread_id: str, limit: int | None = None, *, user_id: str
+        self, thread_id: str, limit: int | None = None, *, user_id: str, offset: int = 0
     ) -> list[common_pb2.Message]:
-        """The thread's messages, oldest first; with `limit`, only the first `limit` of them."""
+        """The thread's messages, oldest first, from position `offset`; with `limit`, at most that many."""
         ...
 
     # --- runs --------------------------------------------------------------
@@ -180,8 +195,14 @@ class Store(abc.ABC):
         *,
         owner: str | None = None,
         lease_s: float = 30.0,
+        request_id: str | None = None,
     ) -> RunRow:
         """Insert a QUEUED run; with `owner`, a RUNNING one leased to `owner` for `lease_s`.
+
+        `request_id`: the client's idempotency key, unique per user. When the
+        user already has a run with that key, nothing is inserted and
+        RequestReplayed names that run (the database decides between
+        concurrent retries).
 
         Creating a run already started is how a run that must not wait (the
         REJECT policy) is admitted: on a thread that has a RUNNING run it
@@ -208,6 +229,36 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def latest_run(self, thread_id: str, *, user_id: str) -> RunRow | None:
         """The thread's most recently created run, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def mark_resumed(self, run_id: str, request_id: str, after_sequence: int) -> None:
+        """Remember that Resume `request_id` continued the run, streaming events after `after_sequence`."""
+        ...
+
+    @abc.abstractmethod
+    async def run_by_request(self, user_id: str, request_id: str) -> RunRow | None:
+        """The user's run started with idempotency key `request_id`, or None."""
+        ...
+
+    @abc.abstractmethod
+    async def list_runs(self, thread_id: str, limit: int, offset: int = 0, *, user_id: str) -> list[RunRow]:
+        """A page of the thread's runs, newest first."""
+        ...
+
+    @abc.abstractmethod
+    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+        """Copy the first `upto` messages of the user's thread into a new thread `new_thread_id`, atomically.
+
+        The copy has no runs and shares nothing with the original. Raises
+        NotFound for an unknown thread and AlreadyExists when `new_thread_id`
+        is taken.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
+        """A page of the user's threads, most recently updated first."""
         ...
 
     @abc.abstractmethod

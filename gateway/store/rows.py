@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, FromClause, RowMapping, case, literal, or_
 
-from agentloop.v1 import checkpoint_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import agent_pb2
 from gateway.store import tables as t
 from gateway.store.base import CheckpointRow, RunRow, RunStatus, ThreadRow
 from gateway.store.scope import client_thread_id
@@ -59,6 +60,9 @@ def run_row(row: RowMapping) -> RunRow:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         sequence_reserved=row["sequence_reserved"],
+        request_id=row.get("request_id"),
+        resume_request_id=row.get("resume_request_id"),
+        resume_sequence=row.get("resume_sequence") or 0,
     )
 
 
@@ -104,3 +108,16 @@ def sqlite_run_row(values: Sequence[Any]) -> RunRow:
         updated_at=_sqlite_datetime(values[11]),
         sequence_reserved=values[12],
     )
+
+
+def stored_event(data: bytes) -> agent_pb2.RunEvent:
+    """A stored event as the contract sends it, without fields the contract no longer has.
+
+    Events stored before v1 took its final shape may carry removed fields (a
+    final event's whole thread, `RunFinal` field 3). Protobuf keeps unknown
+    fields and would send them on to every Watch; dropped here, a replay stays
+    as bounded as a live run.
+    """
+    event = agent_pb2.RunEvent.FromString(data)
+    event.DiscardUnknownFields()
+    return event

@@ -40,7 +40,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.schema import Table
 from sqlalchemy.util import greenlet_spawn
 
-from agentloop.errors import FailedPrecondition, NotFound
+from agentloop.errors import AlreadyExists, FailedPrecondition, NotFound
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.storable import storable
 from gateway.store import tables as t
@@ -49,6 +49,7 @@ from gateway.store.base import (
     CheckpointWrite,
     LeaseLost,
     PruneStats,
+    RequestReplayed,
     RunRow,
     RunStatus,
     StorageStats,
@@ -76,6 +77,7 @@ from gateway.store.rows import (
     run_row,
     sqlite_run_row,
     sqlite_text,
+    stored_event,
     thread_row,
     utc_now,
 )
@@ -220,11 +222,11 @@ class SqlStore(Store):
         return thread_row(row)
 
     async def thread_messages(
-        self, thread_id: str, limit: int | None = None, *, user_id: str
+        self, thread_id: str, limit: int | None = None, *, user_id: str, offset: int = 0
     ) -> list[common_pb2.Message]:
         stmt = (
             select(t.messages.c.data)
-            .where(t.messages.c.thread_id == thread_key(user_id, thread_id))
+            .where(t.messages.c.thread_id == thread_key(user_id, thread_id), t.messages.c.idx >= offset)
             .order_by(t.messages.c.idx)
             .limit(limit)
         )
@@ -242,6 +244,7 @@ class SqlStore(Store):
         *,
         owner: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        request_id: str | None = None,
     ) -> RunRow:
         """Raises NotFound for an unknown thread, FailedPrecondition for a duplicate run_id.
 
@@ -278,6 +281,7 @@ class SqlStore(Store):
                                 sequence_reserved=0,
                                 created_at=now,
                                 updated_at=now,
+                                request_id=request_id,
                             )
                             .returning(*t.runs.c)
                         )
@@ -286,7 +290,9 @@ class SqlStore(Store):
                     .one()
                 )
         except IntegrityError:
-            # The primary key, or (started) the one-RUNNING-run-per-thread index.
+            # The user's request id, the primary key, or (started) the one-RUNNING-run-per-thread index.
+            if request_id is not None and (replayed := await self.run_by_request(user_id, request_id)):
+                raise RequestReplayed(replayed.run_id) from None
             if not started or await self.get_run(run_id) is not None:
                 raise FailedPrecondition(f"run {run_id} already exists") from None
             raise ThreadBusy(f"thread {thread_id} already has a running run") from None
@@ -345,6 +351,74 @@ class SqlStore(Store):
         async with self._read() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else run_row(row)
+
+    async def mark_resumed(self, run_id: str, request_id: str, after_sequence: int) -> None:
+        async with self._write() as conn:
+            await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.run_id == run_id)
+                .values(resume_request_id=request_id, resume_sequence=after_sequence)
+            )
+
+    async def run_by_request(self, user_id: str, request_id: str) -> RunRow | None:
+        stmt = select(t.runs).where(t.runs.c.user_id == user_id, t.runs.c.request_id == request_id)
+        async with self._read() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else run_row(row)
+
+    async def list_runs(self, thread_id: str, limit: int, offset: int = 0, *, user_id: str) -> list[RunRow]:
+        stmt = (
+            select(t.runs)
+            .where(t.runs.c.thread_id == thread_key(user_id, thread_id))
+            .order_by(t.runs.c.created_at.desc(), t.runs.c.run_id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [run_row(row) for row in rows]
+
+    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+        now = utc_now()
+        source, key = thread_key(user_id, thread_id), thread_key(user_id, new_thread_id)
+        threads, messages = t.threads, t.messages
+        try:
+            async with self._write() as conn:
+                found = await conn.execute(select(threads.c.thread_id).where(threads.c.thread_id == source))
+                if found.first() is None:
+                    raise NotFound(f"thread {thread_id} not found")
+                await conn.execute(
+                    threads.insert().values(
+                        thread_id=key, user_id=user_id, created_at=now, updated_at=now, message_count=0
+                    )
+                )
+                # The copies belong to no run of the new thread (run_id NULL).
+                copied = select(literal(key), messages.c.idx, null(), messages.c.data).where(
+                    messages.c.thread_id == source, messages.c.idx < upto
+                )
+                await conn.execute(
+                    messages.insert().from_select(["thread_id", "idx", "run_id", "data"], copied)
+                )
+                count = select(func.count()).where(messages.c.thread_id == key).scalar_subquery()
+                await conn.execute(
+                    update(threads).where(threads.c.thread_id == key).values(message_count=count)
+                )
+                row = (await conn.execute(select(threads).where(threads.c.thread_id == key))).mappings().one()
+        except IntegrityError:
+            raise AlreadyExists(f"thread {new_thread_id} already exists") from None
+        return thread_row(row)
+
+    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
+        stmt = (
+            select(t.threads)
+            .where(t.threads.c.user_id == user_id)
+            .order_by(t.threads.c.updated_at.desc(), t.threads.c.thread_id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [thread_row(row) for row in rows]
 
     async def write_checkpoint(self, write: CheckpointWrite) -> RunRow:
         """One node transition: the run's counters and lease, the thread's messages, the record, the events.
@@ -690,7 +764,7 @@ class SqlStore(Store):
         )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).scalars().all()
-        return [agent_pb2.RunEvent.FromString(data) for data in rows]
+        return [stored_event(data) for data in rows]
 
     async def append_events(self, run_id: str, events: Sequence[agent_pb2.RunEvent]) -> None:
         """Raises NotFound for an unknown run; keeps the run's last_sequence in step."""

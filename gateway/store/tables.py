@@ -101,6 +101,7 @@ class Run(Base):
         ),
         Index("ix_runs_status_lease", "status", "lease_expires_at"),
         Index("ix_runs_thread_created", "thread_id", "created_at"),
+        Index("ux_runs_user_request", "user_id", "request_id", unique=True),
     )
 
     run_id: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -116,6 +117,9 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
     sequence_reserved: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    request_id: Mapped[str | None] = mapped_column(Text)
+    resume_request_id: Mapped[str | None] = mapped_column(Text)
+    resume_sequence: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     """Event numbers up to here may have been handed out by an owner (revision 0003)."""
 
 

@@ -62,7 +62,7 @@ def is_summary_request(body: dict[str, Any]) -> bool:
 
 def decisions(events: Sequence[agent_pb2.RunEvent], kind: str) -> list[str]:
     made = [e.decision for e in events if e.WhichOneof("event") == "decision"]
-    return [d.detail for d in made if d.kind == kind]
+    return [d.detail for d in made if d.kind == agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")]
 
 
 async def run_turn(
@@ -113,16 +113,32 @@ async def test_two_hundred_turns_stay_under_budget_and_remember_turn_one() -> No
             compressed_runs += len(made)
             final = final_of(events).final_reply
             assert not decisions(events, "context_trimmed")
-        thread = await stack.agent.GetThread(agent_pb2.GetThreadRequest(thread_id=thread_id, user_id="ana"))
-        check_thread(stack.model, thread.messages, final)
-        assert compressed_runs == sum(1 for m in thread.messages if summary_range(m) is not None)
+        messages = await whole_thread(stack.agent, thread_id)
+        check_thread(stack.model, messages, final)
+        assert compressed_runs == sum(1 for m in messages if summary_range(m) is not None)
     finally:
         await stack.close()
 
 
+async def whole_thread(agent: agent_pb2_grpc.AgentStub, thread_id: str) -> list[common_pb2.Message]:
+    """Every message of ana's thread, read page by page."""
+    messages: list[common_pb2.Message] = []
+    token = None
+    while token != "":
+        page = await agent.GetThread(
+            agent_pb2.GetThreadRequest(thread_id=thread_id, user_id="ana", page_token=token or "")
+        )
+        messages.extend(page.messages)
+        token = page.next_page_token
+    return messages
+
+
 def _compressed_then_calling(events: list[agent_pb2.RunEvent]) -> bool:
     """The summary is checkpointed (its agent node ended) and the next model call has started."""
-    made = next((i for i, e in enumerate(events) if e.decision.kind == "context_compressed"), None)
+    made = next(
+        (i for i, e in enumerate(events) if e.decision.kind == agent_pb2.DECISION_KIND_CONTEXT_COMPRESSED),
+        None,
+    )
     if made is None:
         return False
     return any(e.WhichOneof("event") == "node_start" and e.node_start.node == "agent" for e in events[made:])
@@ -150,15 +166,15 @@ async def test_long_thread_survives_a_kill_right_after_a_summary(database_url: s
         stack.model.set_script(SCRIPT)
         with gateway_process(stack, database_url, "gw-2") as second:
             resumed = await asyncio.wait_for(watch_to_end(second.port, run_id), 30)
-            assert final_of(resumed).metadata.stop_reason == "completed"
+            assert final_of(resumed).metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
             # The resumed run used the checkpointed summary instead of making it again.
             assert sum(1 for body in stack.model.requests if is_summary_request(body)) == summaries_before
             stub = agent_pb2_grpc.AgentStub(grpc.aio.insecure_channel(f"127.0.0.1:{second.port}"))
             final = ""
             for later in range(turn, turns + 1):
                 final = final_of(await run_turn(stub, turn_text(later, turns), thread_id)).final_reply
-            thread = await stub.GetThread(agent_pb2.GetThreadRequest(thread_id=thread_id, user_id="ana"))
-        check_thread(stack.model, thread.messages, final)
+            messages = await whole_thread(stub, thread_id)
+        check_thread(stack.model, messages, final)
     finally:
         await stack.close()
 
@@ -200,7 +216,7 @@ async def test_a_failed_summary_falls_back_to_trimming() -> None:
             thread_id = events[0].thread_id
             failed += len(decisions(events, "context_summary_failed"))
             trimmed += len(decisions(events, "context_trimmed"))
-            assert final_of(events).metadata.stop_reason == "completed"
+            assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
         assert failed >= 1
         assert trimmed == failed
         assert max(stack.model.prompt_sizes) <= BUDGET

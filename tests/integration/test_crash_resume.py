@@ -173,8 +173,8 @@ async def test_killed_gateway_run_is_resumed_without_rerunning_finished_tools(
     assert dict(probe.finished) == {"fast-1": 1, "slow-1": 1, "step-2": 1}
     assert probe.started["fast-1"] == 1
     # The transcript is whole: three calls, three results, in order.
-    calls = [c.id for m in final.messages for c in m.tool_calls]
-    results = [m.tool_call_id for m in final.messages if m.tool_call_id]
+    calls = [c.id for m in final.run_messages for c in m.tool_calls]
+    results = [m.tool_call_id for m in final.run_messages if m.tool_call_id]
     assert calls == results
     assert len(calls) == 3
     # The resumed run counts the calls made before the crash too, and still knows what it recalled.

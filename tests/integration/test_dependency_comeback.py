@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from google.rpc import code_pb2
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
@@ -117,7 +118,7 @@ async def test_a_run_waiting_for_a_dependency_that_stays_away_fails_clearly() ->
         await stack.close()
     last = events[-1]
     assert last.WhichOneof("event") == "error", kinds(events)
-    assert last.error.code == "UNAVAILABLE"
+    assert last.error.code == code_pb2.UNAVAILABLE
     assert last.error.message == f"reasoner: no replica reachable at 127.0.0.1:{port} (waited 1.5 s)"
 
 

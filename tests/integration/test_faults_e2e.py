@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.rpc import code_pb2
 from sqlalchemy.engine import make_url
 
 from agentloop.demo import Child
@@ -55,8 +56,8 @@ def assert_whole(events: Sequence[agent_pb2.RunEvent]) -> None:
     terminal = [k for k in kinds(events) if k in ("final", "error")]
     assert len(terminal) == 1, kinds(events)
     assert kinds(events)[-1] == terminal[0]
-    started = Counter(e.tool_start.id for e in events if e.WhichOneof("event") == "tool_start")
-    ended = Counter(e.tool_end.id for e in events if e.WhichOneof("event") == "tool_end")
+    started = Counter(e.tool_start.tool_call_id for e in events if e.WhichOneof("event") == "tool_start")
+    ended = Counter(e.tool_end.tool_call_id for e in events if e.WhichOneof("event") == "tool_end")
     assert all(n == 1 for n in started.values()), started
     assert all(n == 1 for n in ended.values()), ended
     if terminal[0] == "final":
@@ -90,7 +91,7 @@ async def collect_until(
 
 def seen(events: Sequence[agent_pb2.RunEvent], kind: str, tool: str) -> bool:
     """Whether a tool_start/tool_end event of `tool` is among `events`."""
-    return any(e.WhichOneof("event") == kind and getattr(e, kind).tool == tool for e in events)
+    return any(e.WhichOneof("event") == kind and getattr(e, kind).name == tool for e in events)
 
 
 def tool_started(tool: str) -> Callable[[list[agent_pb2.RunEvent]], bool]:
@@ -212,12 +213,12 @@ async def test_tool_service_killed_mid_batch_and_restarted_finishes_the_run(tmp_
         (first, "start", "slow"),
     ]
     assert [(e, t) for pid, e, t in log if pid == second] == [("start", "slow"), ("finish", "slow")]
-    results = {e.tool_end.tool: e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"}
+    results = {e.tool_end.name: e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"}
     assert results["slow_echo"].content == "slow slow"
     assert not results["slow_echo"].is_error
     # The transcript pairs every call with its result, in call order.
-    calls = [c.id for m in final.messages for c in m.tool_calls]
-    answered = [m.tool_call_id for m in final.messages if m.tool_call_id]
+    calls = [c.id for m in final.run_messages for c in m.tool_calls]
+    answered = [m.tool_call_id for m in final.run_messages if m.tool_call_id]
     assert calls == answered
     assert len(calls) == 2
 
@@ -310,7 +311,7 @@ async def test_model_endpoint_fault_ends_with_answer_or_one_clear_error(case_nam
         return
     last = events[-1]
     assert last.WhichOneof("event") == "error", kinds(events)
-    assert last.error.code == case.error_code
+    assert last.error.code == code_pb2.Code.Value(case.error_code)
     assert last.error.node == "agent"
     assert case.message_part in last.error.message
     assert "final" not in kinds(events)
@@ -462,7 +463,7 @@ async def test_store_unreachable_for_a_few_seconds_the_run_still_finishes_fully_
             agent_pb2.GetThreadRequest(thread_id=thread_id, user_id="ana"), timeout=10
         )
         assert thread.state.status == agent_pb2.RUN_STATUS_COMPLETED
-        assert [m.content for m in thread.messages] == [m.content for m in final_of(events).messages]
+        assert [m.content for m in thread.messages] == [m.content for m in final_of(events).run_messages]
         watched = [
             r.event
             async for r in stack.agent.Watch(agent_pb2.WatchRequest(run_id=run_id, user_id="ana"), timeout=10)

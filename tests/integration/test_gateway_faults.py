@@ -8,6 +8,7 @@ import socket
 
 import grpc
 import pytest
+from google.rpc import code_pb2
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.settings import ReasonerSettings
@@ -47,7 +48,7 @@ async def test_model_endpoint_down_ends_with_a_clear_error_event() -> None:
         events = await stack.run("hello")
         last = events[-1]
         assert last.WhichOneof("event") == "error"
-        assert last.error.code == "UNAVAILABLE"
+        assert last.error.code == code_pb2.UNAVAILABLE
         assert last.error.node == "agent"
         assert "unreachable" in last.error.message
         assert "final" not in kinds(events)
@@ -68,7 +69,7 @@ async def test_reasoner_service_down_past_the_wait_is_reported() -> None:
     try:
         events = await stack.run("hello")
         assert events[-1].WhichOneof("event") == "error"
-        assert events[-1].error.code == "UNAVAILABLE"
+        assert events[-1].error.code == code_pb2.UNAVAILABLE
         assert events[-1].error.message.startswith("reasoner: no replica reachable at 127.0.0.1:")
     finally:
         await stack.close()
@@ -110,7 +111,7 @@ async def test_tool_service_down_mid_conversation_reports_the_tools_node() -> No
         events = await stack.run("add please")
         assert events[-1].WhichOneof("event") == "error"
         assert events[-1].error.node == "tools"
-        assert events[-1].error.code == "UNAVAILABLE"
+        assert events[-1].error.code == code_pb2.UNAVAILABLE
     finally:
         await stack.close()
 

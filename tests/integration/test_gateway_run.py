@@ -10,6 +10,7 @@ import pytest
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import duration
 from tests.support.stack import Stack, final_of, kinds, start_stack
 from tests.support.tools import Probe, make_registry
 
@@ -84,7 +85,7 @@ async def test_multi_step_run_with_parallel_tool_calls(stack_and_probe: tuple[St
 
     assert "7006652" in final.final_reply
     md = final.metadata
-    assert (md.steps_taken, md.stop_reason, md.tool_calls) == (2, "completed", 3)
+    assert (md.steps_taken, md.stop_reason, md.tool_calls) == (2, agent_pb2.STOP_REASON_COMPLETED, 3)
     assert list(md.tools_used) == ["meet", "calculator"]
     assert md.llm_calls == 4  # three planning calls + the streamed final answer
     assert md.usage.total_tokens > 0
@@ -105,7 +106,7 @@ async def test_multi_step_run_with_parallel_tool_calls(stack_and_probe: tuple[St
     assert all(t.step == 2 for t in tokens)
 
     # The transcript: every tool call has exactly one result, in call order.
-    msgs = list(final.messages)
+    msgs = list(final.run_messages)
     assert msgs[0].role == common_pb2.ROLE_USER
     call_ids = [c.id for m in msgs for c in m.tool_calls]
     result_ids = [m.tool_call_id for m in msgs if m.role == common_pb2.ROLE_TOOL]
@@ -128,7 +129,7 @@ async def test_step_limit_answers_without_tools(stack: Stack) -> None:
         "loop forever", max_steps=3, loop_detection=agent_pb2.LoopDetection(disabled=True)
     )
     final = final_of(events)
-    assert final.metadata.stop_reason == "max_steps"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_MAX_STEPS
     assert final.metadata.steps_taken == 3
     assert final.metadata.llm_calls == 4
     assert final.final_reply == "Out of steps; 1 + 2 = 3."
@@ -144,7 +145,7 @@ async def test_unknown_tool_becomes_an_error_result_the_model_sees(stack: Stack)
     assert result.error_kind == common_pb2.TOOL_ERROR_KIND_UNKNOWN_TOOL
     assert "calculator" in result.content  # lists what exists
     final = final_of(events)
-    assert final.metadata.stop_reason == "completed"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert final.final_reply.startswith("Saw: ERROR (unknown_tool)")
 
 
@@ -162,7 +163,7 @@ async def test_bad_tool_calls_never_crash_the_run(stack: Stack, text: str, kind:
     assert result.is_error
     assert result.error_kind == kind, result
     final = final_of(events)
-    assert final.metadata.stop_reason == "completed"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     tool_msgs = [m for m in stack.model.requests[-1]["messages"] if m["role"] == "tool"]
     assert tool_msgs[0]["content"].startswith("ERROR")
 
@@ -174,12 +175,12 @@ async def test_exception_message_reaches_the_model(stack: Stack) -> None:
 
 async def test_tool_timeout_is_an_error_result(stack_and_probe: tuple[Stack, Probe]) -> None:
     stack, probe = stack_and_probe
-    events = await stack.run("slow tool", tool_timeout_seconds=0.2)
+    events = await stack.run("slow tool", tool_timeout=duration(0.2))
     (result,) = tool_ends(events)
     assert result.error_kind == common_pb2.TOOL_ERROR_KIND_TIMEOUT
-    assert result.duration_ms < 4000
+    assert result.duration.ToMilliseconds() < 4000
     assert probe.cancelled == 1
-    assert final_of(events).metadata.stop_reason == "completed"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
 
 
 async def test_stream_all_steps_streams_planning_tokens_without_regenerating(stack: Stack) -> None:
@@ -225,7 +226,7 @@ async def test_invoke_returns_the_outcome_and_every_tool_result(stack: Stack) ->
 
 async def test_history_continues_a_conversation(stack: Stack) -> None:
     first = final_of(await stack.run("multi step please"))
-    request = agent_pb2.RunRequest(input="hello again", history=first.messages, thread_id="t-1")
+    request = agent_pb2.RunRequest(input="hello again", history=first.run_messages, thread_id="t-1")
     events = [r.event async for r in stack.agent.Run(request, timeout=30)]
     assert {e.thread_id for e in events} == {"t-1"}
     sent = stack.model.requests[-1]["messages"]
@@ -253,8 +254,8 @@ async def test_reasoning_models_usage_is_summed(stack: Stack) -> None:
 async def test_events_args_are_the_models_json(stack: Stack) -> None:
     events = await stack.run("multi step please")
     starts = [e.tool_start for e in events if e.WhichOneof("event") == "tool_start"]
-    assert sorted(json.loads(s.args_json)["party"] for s in starts if s.tool == "meet") == ["a", "b"]
-    assert all(s.id for s in starts)
+    assert sorted(json.loads(s.arguments_json)["party"] for s in starts if s.name == "meet") == ["a", "b"]
+    assert all(s.tool_call_id for s in starts)
 
 
 @pytest.mark.parametrize(
@@ -264,8 +265,8 @@ async def test_events_args_are_the_models_json(stack: Stack) -> None:
         (agent_pb2.RunRequest(input="q", options=agent_pb2.RunOptions(max_steps=-1)), "options.max_steps"),
         (agent_pb2.RunRequest(input="q", options=agent_pb2.RunOptions(tools=["nope"])), "options.tools[0]"),
         (
-            agent_pb2.RunRequest(input="q", options=agent_pb2.RunOptions(tool_timeout_seconds=-1)),
-            "options.tool_timeout_seconds",
+            agent_pb2.RunRequest(input="q", options=agent_pb2.RunOptions(tool_timeout=duration(-1))),
+            "options.tool_timeout",
         ),
         (agent_pb2.RunRequest(input="q", history=[common_pb2.Message(content="x")]), "history[0].role"),
     ],

@@ -48,14 +48,6 @@ async def test_deep_tool_arguments_become_an_error_result(stack: Stack) -> None:
         assert result.content.startswith("arguments: nests more than 64 levels deep"), result.content
 
 
-async def test_deep_output_schema_is_invalid_argument(stack: Stack) -> None:
-    schema = '{"type": "object", "properties": {"a": ' + DEEP + "}}"
-    with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stack.run("add please", output_schema_json=schema)
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert (info.value.details() or "").startswith("options.output_schema_json: nests more than")
-
-
 async def test_deep_edit_arguments_are_invalid_argument_and_the_run_stays_paused(stack: Stack) -> None:
     events = await stack.run("add please", thread_id="t-deep", user_id="ana", require_approval=["add"])
     interrupt = next(e for e in events if e.WhichOneof("event") == "interrupt")

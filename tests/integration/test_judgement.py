@@ -11,6 +11,7 @@ import pytest
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import dict_to_struct, struct_to_dict
 from tests.support.stack import Stack, final_of, kinds, start_stack
 from tests.support.tools import Probe, make_registry
 
@@ -127,7 +128,10 @@ def stack(stack_and_probe: tuple[Stack, Probe]) -> Stack:
 
 def decisions(events: list[agent_pb2.RunEvent], kind: str) -> list[str]:
     return [
-        e.decision.detail for e in events if e.WhichOneof("event") == "decision" and e.decision.kind == kind
+        e.decision.detail
+        for e in events
+        if e.WhichOneof("event") == "decision"
+        and e.decision.kind == agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")
     ]
 
 
@@ -143,7 +147,7 @@ def system_texts(request: dict[str, object]) -> list[str]:
 async def test_same_call_in_consecutive_steps_is_stopped(stack: Stack) -> None:
     events = await stack.run("same again", max_steps=10)
     final = final_of(events)
-    assert final.metadata.stop_reason == "loop_detected"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final.metadata.steps_taken == 2
     assert "repeated twice in a row" in final.final_reply
     assert len(decisions(events, "loop_detected")) == 1
@@ -152,14 +156,14 @@ async def test_same_call_in_consecutive_steps_is_stopped(stack: Stack) -> None:
 async def test_cycle_of_period_two_is_stopped(stack: Stack) -> None:
     events = await stack.run("ping pong", max_steps=10)
     final = final_of(events)
-    assert final.metadata.stop_reason == "loop_detected"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final.metadata.steps_taken == 4
     assert "cycle of 2 rounds" in final.final_reply
 
 
 async def test_loop_detection_can_be_turned_off(stack: Stack) -> None:
     events = await stack.run("ping pong", max_steps=5, loop_detection=agent_pb2.LoopDetection(disabled=True))
-    assert final_of(events).metadata.stop_reason == "max_steps"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_MAX_STEPS
     assert final_of(events).metadata.steps_taken == 5
 
 
@@ -189,13 +193,13 @@ async def test_model_that_wants_tools_past_the_limit_is_answered_without_them(
     stack, probe = stack_and_probe
     events = await stack.run("stubborn", max_steps=2, loop_detection=agent_pb2.LoopDetection(disabled=True))
     final = final_of(events)
-    assert final.metadata.stop_reason == "needs_more_steps"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_NEEDS_MORE_STEPS
     assert final.metadata.steps_taken == 2
     assert probe.order == ["x", "x"]  # the third round was not started
     assert "more steps" in final.final_reply
     assert decisions(events, "remaining_steps")
     assert stack.model.requests[-1]["tool_choice"] == "none"
-    last = final.messages[-1]
+    last = final.run_messages[-1]
     assert last.role == common_pb2.ROLE_ASSISTANT
     assert not last.tool_calls  # no call left without a result
 
@@ -204,9 +208,9 @@ async def test_model_that_wants_tools_past_the_limit_is_answered_without_them(
 
 
 async def test_structured_output_is_validated_until_it_fits(stack: Stack) -> None:
-    events = await stack.run("structured", output_schema_json=json.dumps(SCHEMA))
+    events = await stack.run("structured", output_schema=dict_to_struct(SCHEMA))
     final = final_of(events)
-    assert json.loads(final.structured_output_json) == {"answer": 42, "unit": "m"}
+    assert struct_to_dict(final.structured_output) == {"answer": 42, "unit": "m"}
     assert final.final_reply == "The answer is 42 metres."
     invalid = decisions(events, "structured_output_invalid")
     assert len(invalid) == 2
@@ -223,13 +227,13 @@ async def test_structured_output_that_never_validates_stops_at_the_step_limit(st
     events = await stack.run(
         "never valid",
         max_steps=1,
-        output_schema_json=json.dumps(SCHEMA),
+        output_schema=dict_to_struct(SCHEMA),
         loop_detection=agent_pb2.LoopDetection(disabled=True),
     )
     final = final_of(events)
-    assert final.metadata.stop_reason == "structured_output_missing"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_STRUCTURED_OUTPUT_MISSING
     assert final.metadata.steps_taken == 2
-    assert not final.structured_output_json
+    assert not final.HasField("structured_output")
     assert "required format" in final.final_reply
     assert stack.model.requests[-1]["tool_choice"] == {
         "type": "function",
@@ -238,11 +242,11 @@ async def test_structured_output_that_never_validates_stops_at_the_step_limit(st
 
 
 async def test_bad_output_schema_is_rejected(stack: Stack) -> None:
-    for schema in ("{not json", '{"type": 12}', "[1]"):
+    for schema in ({"type": 12}, {"properties": []}):
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            await stack.run("structured", output_schema_json=schema)
+            await stack.run("structured", output_schema=dict_to_struct(schema))
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert (info.value.details() or "").startswith("options.output_schema_json")
+        assert (info.value.details() or "").startswith("options.output_schema: is not a valid JSON Schema")
 
 
 # --- memory ----------------------------------------------------------------------------
@@ -346,7 +350,7 @@ async def test_approval_pauses_then_approve_runs_the_call(stack_and_probe: tuple
     assert probe.calls["add"] == 0
     thread = await stack.agent.GetThread(agent_pb2.GetThreadRequest(thread_id="t-approve", user_id="ana"))
     assert thread.state.status == agent_pb2.RUN_STATUS_PAUSED
-    assert thread.state.metadata.stop_reason == "paused"
+    assert thread.state.metadata.stop_reason == agent_pb2.STOP_REASON_PAUSED
     assert thread.state.max_steps == 25
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stack.run("hello", thread_id="t-approve", user_id="ana")
@@ -359,7 +363,7 @@ async def test_approval_pauses_then_approve_runs_the_call(stack_and_probe: tuple
         agent_pb2.ApprovalDecision(tool_call_id=call.id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE),
     )
     assert final_of(events).final_reply == "Result: 3"
-    assert final_of(events).metadata.stop_reason == "completed"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert probe.calls["add"] == 1
     assert events[0].sequence > interrupt.sequence
 
@@ -472,4 +476,4 @@ async def test_model_cannot_set_a_hidden_injected_parameter(stack: Stack) -> Non
     assert result.is_error
     assert result.error_kind == common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS
     assert "user" in result.content
-    assert final_of(events).metadata.stop_reason == "completed"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED

@@ -106,14 +106,14 @@ def loop_decisions(events: list[agent_pb2.RunEvent]) -> list[str]:
     return [
         e.decision.detail
         for e in events
-        if e.WhichOneof("event") == "decision" and e.decision.kind == "loop_detected"
+        if e.WhichOneof("event") == "decision" and e.decision.kind == agent_pb2.DECISION_KIND_LOOP_DETECTED
     ]
 
 
 async def test_ten_distinct_keys_run_to_completion_with_default_options(stack: Stack) -> None:
     events = await stack.run("ten keys", max_steps=25)
     final = final_of(events)
-    assert final.metadata.stop_reason == "completed"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert final.metadata.tool_calls == 10
     assert final.final_reply == "Done: value-for-9-0"
     assert loop_decisions(events) == []
@@ -121,20 +121,20 @@ async def test_ten_distinct_keys_run_to_completion_with_default_options(stack: S
 
 async def test_a_declared_poll_runs_until_its_job_is_done(stack: Stack) -> None:
     final = final_of(await stack.run("poll until done", max_steps=25))
-    assert final.metadata.stop_reason == "completed"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert final.metadata.tool_calls == 5
     assert '"state": "done"' in final.final_reply
 
 
 async def test_a_retry_with_corrected_arguments_is_progress(stack: Stack) -> None:
     final = final_of(await stack.run("corrected retry", max_steps=25))
-    assert final.metadata.stop_reason == "completed"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert final.metadata.tool_calls == 2
 
 
 async def test_a_deeply_nested_argument_gets_an_error_result_and_the_run_completes(stack: Stack) -> None:
     final = final_of(await stack.run("deep once", max_steps=25))
-    assert final.metadata.stop_reason == "completed"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert final.final_reply == "could not add"
     assert final.messages[-2].content.startswith("ERROR (malformed_arguments)")
 
@@ -142,7 +142,7 @@ async def test_a_deeply_nested_argument_gets_an_error_result_and_the_run_complet
 async def test_the_same_call_reformatted_is_stopped_and_the_decision_says_why(stack: Stack) -> None:
     events = await stack.run("reformatted", max_steps=10)
     final = final_of(events)
-    assert final.metadata.stop_reason == "loop_detected"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final.metadata.steps_taken == 2
     detail = (
         "the same tool calls repeated twice in a row with the same results: "
@@ -154,7 +154,7 @@ async def test_the_same_call_reformatted_is_stopped_and_the_decision_says_why(st
 
 async def test_an_a_b_cycle_is_stopped_after_one_repeat(stack: Stack) -> None:
     events = await stack.run("cycle", max_steps=10)
-    assert final_of(events).metadata.stop_reason == "loop_detected"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final_of(events).metadata.steps_taken == 4
     assert loop_decisions(events) == [
         "the same tool calls repeated in a cycle of 2 rounds (lookup → add), twice with the same results: "
@@ -164,7 +164,7 @@ async def test_an_a_b_cycle_is_stopped_after_one_repeat(stack: Stack) -> None:
 
 async def test_an_error_retried_unchanged_is_stopped(stack: Stack) -> None:
     events = await stack.run("same error", max_steps=10)
-    assert final_of(events).metadata.stop_reason == "loop_detected"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final_of(events).metadata.steps_taken == 2
     assert loop_decisions(events) == [
         "the same tool calls repeated twice in a row with the same results: "
@@ -175,7 +175,7 @@ async def test_an_error_retried_unchanged_is_stopped(stack: Stack) -> None:
 async def test_a_poll_that_never_changes_is_stopped_past_its_declared_budget(stack: Stack) -> None:
     events = await stack.run("poll forever", max_steps=20)
     final = final_of(events)
-    assert final.metadata.stop_reason == "loop_detected"
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final.metadata.steps_taken == POLL_BUDGET + 2
     assert loop_decisions(events) == [
         f"the same tool calls repeated {POLL_BUDGET + 2} times in a row with the same results: "
@@ -186,7 +186,7 @@ async def test_a_poll_that_never_changes_is_stopped_past_its_declared_budget(sta
 
 async def test_a_deeply_nested_argument_repeated_is_a_loop_not_an_internal_error(stack: Stack) -> None:
     events = await stack.run("deep again", max_steps=10)
-    assert final_of(events).metadata.stop_reason == "loop_detected"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final_of(events).metadata.steps_taken == 2
 
 
@@ -197,6 +197,6 @@ async def test_the_gateway_setting_gives_an_undecorated_tool_a_budget() -> None:
         events = await stack.run("same add", max_steps=10)
     finally:
         await stack.close()
-    assert final_of(events).metadata.stop_reason == "loop_detected"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED
     assert final_of(events).metadata.steps_taken == 4
     assert "at most 2 repeats are expected" in loop_decisions(events)[0]

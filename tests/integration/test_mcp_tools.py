@@ -30,7 +30,8 @@ from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.serving import ServerHandle
 from agentloop.settings import TelemetrySettings, ToolSettings
 from agentloop.telemetry import Telemetry
-from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
+from agentloop.v1 import agent_pb2, common_pb2, tools_pb2, tools_pb2_grpc
+from agentloop.wellknown import duration
 from tests.support.stack import final_of, start_stack
 from tests.support.waiting import assert_eventually
 from tool_svc import ToolRegistry, tool
@@ -137,7 +138,7 @@ async def execute_batch(
                 common_pb2.ToolCall(id=f"c{i}", name=name, arguments_json=json.dumps(arguments))
                 for i, (name, arguments) in enumerate(calls)
             ],
-            timeout_seconds=timeout_s,
+            timeout=duration(timeout_s) if timeout_s else None,
         )
         responses = [r async for r in stub.Execute(request, timeout=60)]
     return {r.finished.tool_call_id: r.finished for r in responses if r.WhichOneof("event") == "finished"}
@@ -222,7 +223,7 @@ async def test_agent_calls_a_stdio_and_an_http_mcp_tool_in_one_step(
 
     final = final_of(events)
     ends = [e.tool_end for e in events if e.WhichOneof("event") == "tool_end"]
-    assert {end.tool: end.result.content for end in ends} == {"calc__add": "42", "web__shout": "HELLO"}
+    assert {end.name: end.result.content for end in ends} == {"calc__add": "42", "web__shout": "HELLO"}
     assert not any(end.result.is_error for end in ends)
     assert final.metadata.steps_taken == 1  # both MCP calls ran in the one step
     assert final.final_reply == "Sum 42, shout HELLO."
@@ -233,7 +234,7 @@ async def test_agent_calls_a_stdio_and_an_http_mcp_tool_in_one_step(
     assert result.error_kind == common_pb2.TOOL_ERROR_KIND_EXCEPTION
     assert "Error executing tool explode" in result.content
     reply = final_of(failed)
-    assert reply.metadata.stop_reason == "completed"
+    assert reply.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert "Error executing tool explode" in reply.final_reply
 
 

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from google.rpc import code_pb2
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
@@ -67,7 +68,7 @@ async def test_a_trickling_stream_is_stopped_at_the_model_timeout(stack: Stack) 
     events = await stack.run("slow", stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
     last = events[-1]
     assert last.WhichOneof("event") == "error"
-    assert last.error.code == "DEADLINE_EXCEEDED"
+    assert last.error.code == code_pb2.DEADLINE_EXCEEDED
 
 
 @pytest.mark.parametrize("text", ["huge", "huge args"])
@@ -81,4 +82,4 @@ async def test_an_oversized_completion_is_refused_streamed_or_not(stack: Stack, 
 
     events = await stack.run(text, stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
     assert events[-1].WhichOneof("event") == "error"
-    assert events[-1].error.code == "RESOURCE_EXHAUSTED"
+    assert events[-1].error.code == code_pb2.RESOURCE_EXHAUSTED

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import pytest
 import sqlalchemy.exc
+from google.rpc import code_pb2
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
@@ -156,7 +157,10 @@ async def test_cancel_racing_resume_leaves_one_outcome(stack_and_probe: tuple[St
         messages = await thread_is_sound(stack, thread_id)
         tool_replies = [m.content for m in messages if m.role == common_pb2.ROLE_TOOL]
         assert len(tool_replies) == 1
-        if isinstance(resumed, list) and final_of(resumed).metadata.stop_reason == "completed":
+        if (
+            isinstance(resumed, list)
+            and final_of(resumed).metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
+        ):
             assert tool_replies == ["3"]
         stored = await stack.gateway.store.events(interrupt.run_id, 0)
         ends = [e.WhichOneof("event") for e in stored if e.WhichOneof("event") in ("final", "error")]
@@ -283,7 +287,7 @@ async def test_an_unclassified_store_fault_ends_the_run_failed_once(database_url
         assert kinds(events).count("error") == 1
         assert kinds(events)[-1] == "error"
         error = events[-1].error
-        assert error.code == "INTERNAL"
+        assert error.code == code_pb2.INTERNAL
         assert SECRET not in error.message
         assert "INSERT" not in error.message
         run = await store.get_run(events[0].run_id)
@@ -325,6 +329,6 @@ async def test_an_orphan_that_cannot_be_rebuilt_is_ended_not_retried_forever(
         )
     ]
     assert kinds(watched) == ["error"]
-    assert watched[0].error.code == "INTERNAL"
+    assert watched[0].error.code == code_pb2.INTERNAL
     events = await stack.run("still usable?", thread_id="t-corrupt", user_id="ana")
     assert final_of(events).final_reply == "Reply to: still usable?"

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from google.rpc import code_pb2
 
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from gateway.store.base import RunStatus
@@ -48,8 +49,8 @@ async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe
 
 def open_calls(events: list[agent_pb2.RunEvent]) -> set[str]:
     """Tool calls a client saw start but not end."""
-    started = {e.tool_start.id for e in events if e.WhichOneof("event") == "tool_start"}
-    ended = {e.tool_end.id for e in events if e.WhichOneof("event") == "tool_end"}
+    started = {e.tool_start.tool_call_id for e in events if e.WhichOneof("event") == "tool_start"}
+    ended = {e.tool_end.tool_call_id for e in events if e.WhichOneof("event") == "tool_end"}
     return started - ended
 
 
@@ -92,12 +93,18 @@ async def test_numbers_seen_before_a_kill_are_never_reused(
         assert by_number.get(event.sequence, event) == event, f"number {event.sequence} was reused"
     lost = [e.sequence for e in seen if e.sequence not in by_number]
     assert lost, "events after the last checkpoint were lost with the gateway: they must leave a gap"
-    resumed = [e for e in stored if e.WhichOneof("event") == "decision" and e.decision.kind == "resumed"]
+    resumed = [
+        e
+        for e in stored
+        if e.WhichOneof("event") == "decision" and e.decision.kind == agent_pb2.DECISION_KIND_RESUMED
+    ]
     assert len(resumed) == 1
     assert f"events {min(lost)}.." in resumed[0].decision.detail
     assert resumed[0].sequence > max(e.sequence for e in seen)
     # Resuming Watch from its last number, the client gets an end for every call it saw start.
-    assert open_calls(seen) <= {e.tool_end.id for e in resumed_tail if e.WhichOneof("event") == "tool_end"}
+    assert open_calls(seen) <= {
+        e.tool_end.tool_call_id for e in resumed_tail if e.WhichOneof("event") == "tool_end"
+    }
     assert final_of(resumed_tail) == final_of(stored)
 
 
@@ -176,7 +183,7 @@ async def test_a_run_outliving_the_store_retry_budget_finishes_once_the_database
             if response.event.WhichOneof("event") in ("final", "error"):
                 break
         assert seen[-1].WhichOneof("event") == "error"
-        assert seen[-1].error.code == "UNAVAILABLE"
+        assert seen[-1].error.code == code_pb2.UNAVAILABLE
         assert "database is unavailable" in seen[-1].error.message
         await asyncio.sleep(1.0)  # the outage goes on past the retry budget
         proxy.restore()

@@ -30,9 +30,9 @@ def tool_events(events: list[agent_pb2.RunEvent]) -> list[tuple[str, str]]:
     for event in events:
         kind = event.WhichOneof("event")
         if kind == "tool_start":
-            out.append(("start", event.tool_start.id))
+            out.append(("start", event.tool_start.tool_call_id))
         elif kind == "tool_end":
-            out.append(("end", event.tool_end.id))
+            out.append(("end", event.tool_end.tool_call_id))
     return out
 
 
@@ -45,12 +45,12 @@ async def test_serial_rounds_emit_start_end_pairs_in_call_order(database_url: st
             events = await stack.run("three tracked", serial_tools=True)
             assert final_of(events).final_reply == "tracked all"
             assert probe.order == LABELS
-            ids = [e.tool_start.id for e in events if e.WhichOneof("event") == "tool_start"]
+            ids = [e.tool_start.tool_call_id for e in events if e.WhichOneof("event") == "tool_start"]
             assert len(ids) == len(LABELS)
             expected = [(kind, call_id) for call_id in ids for kind in ("start", "end")]
             assert tool_events(events) == expected
             # The calls ran in the order the model wrote them.
-            starts = [e.tool_start.args_json for e in events if e.WhichOneof("event") == "tool_start"]
+            starts = [e.tool_start.arguments_json for e in events if e.WhichOneof("event") == "tool_start"]
             assert [label in args for label, args in zip(LABELS, starts, strict=True)] == [True] * 3
     finally:
         await stack.close()

@@ -15,6 +15,7 @@ import pytest
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
+from agentloop.wellknown import dict_to_struct, struct_to_dict
 from gateway.compression import SESSION_HEADER
 from tests.support.stack import Stack, final_of, start_stack
 
@@ -54,14 +55,14 @@ async def stack() -> AsyncIterator[Stack]:
 
 def decisions(events: Sequence[agent_pb2.RunEvent], kind: str) -> list[str]:
     made = [e.decision for e in events if e.WhichOneof("event") == "decision"]
-    return [d.detail for d in made if d.kind == kind]
+    return [d.detail for d in made if d.kind == agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")]
 
 
 async def test_plain_text_answers_never_end_completed(stack: Stack) -> None:
-    events = await stack.run("only prose", max_steps=3, output_schema_json=json.dumps(SCHEMA))
+    events = await stack.run("only prose", max_steps=3, output_schema=dict_to_struct(SCHEMA))
     final = final_of(events)
-    assert final.metadata.stop_reason == "structured_output_missing"
-    assert not final.structured_output_json
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_STRUCTURED_OUTPUT_MISSING
+    assert not final.HasField("structured_output")
     assert "required format" in final.final_reply
     assert len(decisions(events, "structured_output_missing")) == 3
     assert final.metadata.llm_calls == 4  # three answers told to use final_answer, one forced at the limit
@@ -73,10 +74,10 @@ async def test_plain_text_answers_never_end_completed(stack: Stack) -> None:
 
 
 async def test_plain_text_then_final_answer_then_reply_text(stack: Stack) -> None:
-    events = await stack.run("prose first", max_steps=5, output_schema_json=json.dumps(SCHEMA))
+    events = await stack.run("prose first", max_steps=5, output_schema=dict_to_struct(SCHEMA))
     final = final_of(events)
-    assert final.metadata.stop_reason == "completed"
-    assert json.loads(final.structured_output_json) == {"answer": 42}
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
+    assert struct_to_dict(final.structured_output) == {"answer": 42}
     # The validated answer came without text: one more call, tools off, wrote the reply.
     assert final.final_reply == "The answer is 42."
     assert stack.model.requests[-1]["tool_choice"] == "none"

@@ -83,7 +83,9 @@ async def test_a_thread_continues_its_conversation(stack: Stack) -> None:
     assert thread.state.status == agent_pb2.RUN_STATUS_COMPLETED
     assert thread.state.run_id == second[0].run_id
     assert thread.state.final_reply == "Reply to: and now?"
-    assert final_of(second).messages == thread.messages
+    added = list(final_of(second).run_messages)  # this run's turn only, not the thread
+    assert [m.content for m in added] == ["and now?", "Reply to: and now?"]
+    assert list(thread.messages)[-len(added) :] == added
 
 
 async def test_checkpoints_are_listed_in_pages_and_give_state_as_of(stack: Stack) -> None:
@@ -211,7 +213,7 @@ async def _slow_run(stack: Stack, thread_id: str) -> agent_pb2.RunEvent:
         first = first or response.event
         if (
             response.event.WhichOneof("event") == "tool_start"
-            and response.event.tool_start.tool == "sleep_for"
+            and response.event.tool_start.name == "sleep_for"
         ):
             break
     assert first is not None
@@ -229,8 +231,10 @@ async def test_cancel_during_tools_gives_every_call_a_result(stack_and_probe: tu
         r.event async for r in stack.agent.Watch(agent_pb2.WatchRequest(run_id=first.run_id, user_id="ana"))
     ]
     final = final_of(events)
-    assert final.metadata.stop_reason == "cancelled"
-    results = {e.tool_end.id: e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"}
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_CANCELLED
+    results = {
+        e.tool_end.tool_call_id: e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"
+    }
     assert len(results) == 2
     kinds_ = sorted(common_pb2.ToolErrorKind.Name(r.error_kind) for r in results.values())
     assert "TOOL_ERROR_KIND_CANCELLED" in kinds_
@@ -308,7 +312,7 @@ async def test_watch_follows_a_live_run_from_another_stream(stack: Stack) -> Non
     events = await asyncio.wait_for(watcher, 15)
     assert events[0].sequence == 1
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))
-    assert final_of(events).metadata.stop_reason == "cancelled"
+    assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_CANCELLED
 
 
 async def _collect(call: grpc.aio.UnaryStreamCall) -> list[agent_pb2.RunEvent]:  # type: ignore[type-arg]

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from google.rpc import code_pb2
 from sqlalchemy import NullPool, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -191,7 +192,7 @@ async def test_a_store_error_reaches_the_client_without_sql_or_bound_values(
         await engine.dispose()
     events = await stack.run("remember that my pin is 4711", user_id="ana")
     error = events[-1].error
-    assert (error.code, error.node) == ("INTERNAL", "memory_trigger")
+    assert (error.code, error.node) == (code_pb2.INTERNAL, "memory_trigger")
     assert error.message.startswith("the database refused a write (")  # the kind, never SQL or values
     assert "INSERT" not in error.message
     assert "4711" not in error.message

@@ -58,7 +58,7 @@ SCRIPT = Script(
 
 
 def tool_events(events: list[agent_pb2.RunEvent]) -> tuple[list[str], list[common_pb2.ToolResult]]:
-    starts = [e.tool_start.id for e in events if e.WhichOneof("event") == "tool_start"]
+    starts = [e.tool_start.tool_call_id for e in events if e.WhichOneof("event") == "tool_start"]
     ends = [e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"]
     return starts, ends
 

@@ -16,6 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from agentloop.serving import ServerHandle
 from agentloop.settings import ToolSettings
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
+from agentloop.wellknown import duration
 from tool_svc import ToolRegistry, tool
 from tool_svc.builtins import default_registry
 from tool_svc.service import SERVICE_NAME, create_server
@@ -81,8 +82,14 @@ class Service:
     async def execute(
         self, *calls: common_pb2.ToolCall, timeout_seconds: float = 0
     ) -> list[tools_pb2.ExecuteResponse]:
-        request = tools_pb2.ExecuteRequest(calls=calls, timeout_seconds=timeout_seconds)
+        request = tools_pb2.ExecuteRequest(
+            calls=calls, timeout=duration(timeout_seconds) if timeout_seconds else None
+        )
         return [event async for event in self.stub.Execute(request, timeout=30)]
+
+
+def trigger_name(rule: common_pb2.NextStepRule) -> str:
+    return common_pb2.NextStepTrigger.Name(rule.trigger)
 
 
 @pytest.fixture
@@ -160,18 +167,24 @@ async def test_list_tools_publishes_next_steps_injected_parameters_and_approval(
     schema = json.loads(note.parameters_json_schema)
     assert list(schema["properties"]) == ["title"]
     assert schema["additionalProperties"] is False
-    assert [(rule.on, rule.next_step) for rule in note.next_steps] == [
-        ("success", "confirm_note"),
-        ("error", "report_failure"),
+    assert [(trigger_name(rule), rule.next_step) for rule in note.next_steps] == [
+        ("NEXT_STEP_TRIGGER_SUCCESS", "confirm_note"),
+        ("NEXT_STEP_TRIGGER_ERROR", "report_failure"),
     ]
-    assert [(rule.on, rule.next_step) for rule in specs["sql_validate"].next_steps] == [
-        ("success", "run_sql"),
-        ("error", "analyze_validation_error"),
+    assert [
+        (common_pb2.NextStepTrigger.Name(rule.trigger), rule.next_step)
+        for rule in specs["sql_validate"].next_steps
+    ] == [
+        ("NEXT_STEP_TRIGGER_SUCCESS", "run_sql"),
+        ("NEXT_STEP_TRIGGER_ERROR", "analyze_validation_error"),
     ]
     assert "sql_query" in specs["sql_validate"].next_steps[0].hint
-    assert [(rule.on, rule.next_step) for rule in specs["sql_query"].next_steps] == [
-        ("success", "summarize_final_answer"),
-        ("error", "analyze_error"),
+    assert [
+        (common_pb2.NextStepTrigger.Name(rule.trigger), rule.next_step)
+        for rule in specs["sql_query"].next_steps
+    ] == [
+        ("NEXT_STEP_TRIGGER_SUCCESS", "summarize_final_answer"),
+        ("NEXT_STEP_TRIGGER_ERROR", "analyze_error"),
     ]
     calculator = specs["calculator"]
     assert not calculator.requires_approval
@@ -266,7 +279,7 @@ async def test_sql_validate_then_query(service: Service) -> None:
             call("v", "sql_validate", {"query": query}),
             call("bad", "sql_validate", {"query": "SELECT price FROM product"}),
             call("write", "sql_validate", {"query": "UPDATE products SET price = 0"}),
-            timeout_seconds=10,
+            timeout=duration(10),
         )
     )
     assert json.loads(done["v"].content) == {"valid": True, "columns": ["name", "price"]}
@@ -295,7 +308,7 @@ async def test_builtins_and_user_module_tools_run(service: Service) -> None:
             call("s", "shout", {"text": "hi"}),
             call("q", "sql_query", {"query": "SELECT id FROM customers ORDER BY id"}),
             call("t", "current_time", {"timezone": "Europe/Paris"}),
-            timeout_seconds=10,
+            timeout=duration(10),
         )
     )
     assert done["c"].content == "7006652"
@@ -326,7 +339,7 @@ async def test_every_error_kind_is_a_result_and_the_batch_completes(service: Ser
         "timeout": Kind.TOOL_ERROR_KIND_TIMEOUT,
         "exception": Kind.TOOL_ERROR_KIND_EXCEPTION,
         "calc-error": Kind.TOOL_ERROR_KIND_EXCEPTION,
-        "fine": Kind.TOOL_ERROR_KIND_UNSPECIFIED,
+        "fine": Kind.TOOL_ERROR_KIND_NONE,
     }
     assert {call_id: result.error_kind for call_id, result in done.items()} == expected
     assert done["fine"].content == "256"
@@ -343,7 +356,7 @@ async def test_request_timeout_overrides_the_default(service: Service) -> None:
 
 
 async def test_cancelling_the_rpc_cancels_the_tools(service: Service) -> None:
-    stream = service.stub.Execute(tools_pb2.ExecuteRequest(calls=[call("b", "block")], timeout_seconds=30))
+    stream = service.stub.Execute(tools_pb2.ExecuteRequest(calls=[call("b", "block")], timeout=duration(30)))
     first = await stream.read()
     assert first.WhichOneof("event") == "started"
     await service.probe.blocked.wait()
@@ -371,12 +384,8 @@ def calls_(*ids_and_names: tuple[str, str]) -> list[common_pb2.ToolCall]:
             "calls[3].id: duplicates calls[0].id",
         ),
         (
-            tools_pb2.ExecuteRequest(calls=calls_(("a", "x")), timeout_seconds=-1),
-            "timeout_seconds: must be a finite number >= 0",
-        ),
-        (
-            tools_pb2.ExecuteRequest(calls=calls_(("a", "x")), timeout_seconds=float("nan")),
-            "timeout_seconds: must be a finite number >= 0",
+            tools_pb2.ExecuteRequest(calls=calls_(("a", "x")), timeout=duration(-1)),
+            "timeout: must not be negative",
         ),
         (
             tools_pb2.ExecuteRequest(calls=calls_(("a", "x")), max_concurrency=-2),
@@ -422,7 +431,7 @@ async def test_default_registry_when_none_is_given(settings: ToolSettings) -> No
                 "sql_validate",
                 "word_count",
             ]
-            request = tools_pb2.ExecuteRequest(calls=[call("t", "sql_list_tables")], timeout_seconds=10)
+            request = tools_pb2.ExecuteRequest(calls=[call("t", "sql_list_tables")], timeout=duration(10))
             events = [event async for event in stub.Execute(request, timeout=10)]
             assert json.loads(finished(events)["t"].content) == [
                 "customers",

@@ -14,8 +14,9 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.settings import GatewaySettings
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
 from gateway.snapshot import metadata_of, restore, to_record
 from gateway.state import RunConfig, RunState

@@ -10,10 +10,11 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, message_factory
 from sqlalchemy import Connection, inspect, text
 
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.store import factory, migrate
 from gateway.store.base import RunStatus
 from gateway.store.sql import SqlStore, make_engine
@@ -27,14 +28,17 @@ def old_checkpoint_record_class() -> Any:
 
     Built from the current descriptor with the newer fields removed, so the
     bytes are what a writer of that era produced, not merely a new message
-    that happens to leave fields unset.
+    that happens to leave fields unset. Its package is agentloop.v1, where the
+    record lived when those rows were written: the binary encoding carries no
+    package name, so the record, now in agentloop.internal.v1, reads them as is.
     """
     pool = descriptor_pool.DescriptorPool()
+    pool.Add(descriptor_pb2.FileDescriptorProto.FromString(duration_pb2.DESCRIPTOR.serialized_pb))
     pool.Add(descriptor_pb2.FileDescriptorProto.FromString(common_pb2.DESCRIPTOR.serialized_pb))
     current = descriptor_pb2.FileDescriptorProto.FromString(checkpoint_pb2.DESCRIPTOR.serialized_pb)
     old = descriptor_pb2.FileDescriptorProto(
         name="agentloop/v1/checkpoint_v0.proto",
-        package=current.package,
+        package="agentloop.v1",
         syntax=current.syntax,
         dependency=["agentloop/v1/common.proto"],
     )
@@ -48,9 +52,7 @@ def old_checkpoint_record_class() -> Any:
 async def test_a_fresh_database_upgrades_to_head_and_again_is_a_no_op(empty_url: str) -> None:
     assert await migrate.current_revision_async(empty_url) is None
     await migrate.upgrade_async(empty_url)
-    assert (
-        await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0004_sequence_reserved"
-    )
+    assert await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0005_request_id"
     await migrate.upgrade_async(empty_url)
     assert await migrate.current_revision_async(empty_url) == migrate.head_revision()
     engine = make_engine(empty_url)

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from agentloop.v1 import checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import common_pb2
 from gateway.memory import MemoryStore
 from gateway.store.base import CheckpointWrite, RunStatus, ThreadBusy
 from gateway.store.sql import SqlStore

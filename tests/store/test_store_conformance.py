@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import text
 
 from agentloop.errors import FailedPrecondition, NotFound
-from agentloop.v1 import agent_pb2, checkpoint_pb2, common_pb2
+from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.store.base import CheckpointWrite, LeaseLost, RunRow, RunStatus, ThreadBusy
 from gateway.store.scope import thread_key
 from gateway.store.sql import SqlStore

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from google.rpc import code_pb2
+
 from agentloop.v1 import agent_pb2
 from gateway.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink
 
@@ -101,4 +103,4 @@ def test_an_error_that_cannot_be_stored_is_still_sent_when_its_number_is_reserve
     sink = reserved_sink(5)
     queue = sink.subscribe()
     sink.error("UNAVAILABLE", "the database is unavailable", "store", stored=False)
-    assert [e.error.code for e in drained(queue)] == ["UNAVAILABLE"]
+    assert [e.error.code for e in drained(queue)] == [code_pb2.UNAVAILABLE]

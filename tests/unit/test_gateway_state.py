@@ -7,6 +7,7 @@ import pytest
 from agentloop.errors import InvalidArgument
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import duration
 from gateway.graph import EDGES, END, NODES, START, route_after_agent
 from gateway.snapshot import metadata_of
 from gateway.state import RunConfig, RunState, Update
@@ -77,8 +78,8 @@ def test_run_config_fills_defaults_and_its_stored_form_ignores_another_gateways_
     [
         (agent_pb2.RunOptions(max_steps=-1), "options.max_steps"),
         (agent_pb2.RunOptions(max_steps=1001), "options.max_steps"),
-        (agent_pb2.RunOptions(tool_timeout_seconds=-0.5), "options.tool_timeout_seconds"),
-        (agent_pb2.RunOptions(tool_timeout_seconds=float("nan")), "options.tool_timeout_seconds"),
+        (agent_pb2.RunOptions(tool_timeout=duration(-0.5)), "options.tool_timeout"),
+        (agent_pb2.RunOptions(tool_timeout=duration(3601)), "options.tool_timeout"),
         (agent_pb2.RunOptions(temperature=2.5), "options.temperature"),
         (agent_pb2.RunOptions(stream_mode=42), "options.stream_mode"),  # type: ignore[arg-type]
         (agent_pb2.RunOptions(tools=["calculator", ""]), "options.tools[1]"),

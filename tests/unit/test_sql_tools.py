@@ -266,16 +266,21 @@ def test_sql_tools_publish_the_text_to_sql_flow(tmp_path: Path) -> None:
 
     def rules(name: str) -> dict[str, str]:
         spec = registry.specs([name])[0]
-        return {rule.on: rule.next_step for rule in spec.next_steps}
+        return {on(rule): rule.next_step for rule in spec.next_steps}
 
     assert rules("sql_describe_table") == {"success": "write_sql"}
     assert rules("sql_validate") == {"success": "run_sql", "error": "analyze_validation_error"}
     assert rules("sql_query") == {"success": "summarize_final_answer", "error": "analyze_error"}
     assert rules("sql_list_tables") == {}
-    validate_hints = {rule.on: rule.hint for rule in registry.specs(["sql_validate"])[0].next_steps}
+    validate_hints = {on(rule): rule.hint for rule in registry.specs(["sql_validate"])[0].next_steps}
     assert "sql_query" in validate_hints["success"]
     assert "sql_validate" in validate_hints["error"]
     assert not any(spec.requires_approval or spec.injected_parameters for spec in registry.specs())
+
+
+def on(rule: common_pb2.NextStepRule) -> str:
+    """The rule's trigger as the tool author wrote it ("success" / "error")."""
+    return common_pb2.NextStepTrigger.Name(rule.trigger).removeprefix("NEXT_STEP_TRIGGER_").lower()
 
 
 async def test_sql_validate_through_the_executor(tmp_path: Path) -> None:

@@ -145,7 +145,7 @@ async def test_request_timeout() -> None:
     assert result.is_error
     assert result.error_kind == Kind.TOOL_ERROR_KIND_TIMEOUT
     assert result.content == "forever did not finish within 0.05 s and was stopped"
-    assert result.duration_ms >= 50
+    assert result.duration.ToMilliseconds() >= 50
 
 
 async def test_tool_timeout_wins_when_smaller() -> None:
@@ -258,7 +258,7 @@ async def test_argument_errors_become_results() -> None:
     assert "$.b: is required" in done["i"].content
     assert done["ok"].content == "3"
     assert not done["ok"].is_error
-    assert done["ok"].error_kind == Kind.TOOL_ERROR_KIND_UNSPECIFIED
+    assert done["ok"].error_kind == Kind.TOOL_ERROR_KIND_NONE
 
 
 async def test_result_encoding() -> None:
@@ -285,7 +285,7 @@ async def test_result_encoding() -> None:
     assert done["t"].content == "{not json, on purpose}"
     assert done["d"].content == '{"city": "Zürich", "when": "2024-05-01", "values": [1, 2.5, null, true]}'
     assert done["n"].content == "null"
-    assert all(result.duration_ms >= 0 for result in done.values())
+    assert all(result.duration.ToMilliseconds() >= 0 for result in done.values())
 
 
 async def test_context_is_injected() -> None:

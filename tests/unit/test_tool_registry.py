@@ -147,9 +147,9 @@ def check(query: str) -> str:
 
 def test_next_steps_and_approval_are_published_in_the_spec() -> None:
     spec = Tool(check).spec()
-    assert [(rule.on, rule.next_step, rule.hint) for rule in spec.next_steps] == [
-        ("success", "run_sql", "The query is valid: run it with sql_query."),
-        ("error", "fix_sql", "Read the error, fix the query and check it again."),
+    assert [(rule.trigger, rule.next_step, rule.hint) for rule in spec.next_steps] == [
+        (common_pb2.NEXT_STEP_TRIGGER_SUCCESS, "run_sql", "The query is valid: run it with sql_query."),
+        (common_pb2.NEXT_STEP_TRIGGER_ERROR, "fix_sql", "Read the error, fix the query and check it again."),
     ]
     assert spec.requires_approval
     assert list(spec.injected_parameters) == []

@@ -9,6 +9,8 @@ import type { Checkpoint as _agentloop_v1_Checkpoint, Checkpoint__Output as _age
 import type { Decision as _agentloop_v1_Decision, Decision__Output as _agentloop_v1_Decision__Output } from './agentloop/v1/Decision';
 import type { DeleteMemoryRequest as _agentloop_v1_DeleteMemoryRequest, DeleteMemoryRequest__Output as _agentloop_v1_DeleteMemoryRequest__Output } from './agentloop/v1/DeleteMemoryRequest';
 import type { DeleteMemoryResponse as _agentloop_v1_DeleteMemoryResponse, DeleteMemoryResponse__Output as _agentloop_v1_DeleteMemoryResponse__Output } from './agentloop/v1/DeleteMemoryResponse';
+import type { ForkThreadRequest as _agentloop_v1_ForkThreadRequest, ForkThreadRequest__Output as _agentloop_v1_ForkThreadRequest__Output } from './agentloop/v1/ForkThreadRequest';
+import type { ForkThreadResponse as _agentloop_v1_ForkThreadResponse, ForkThreadResponse__Output as _agentloop_v1_ForkThreadResponse__Output } from './agentloop/v1/ForkThreadResponse';
 import type { GetThreadRequest as _agentloop_v1_GetThreadRequest, GetThreadRequest__Output as _agentloop_v1_GetThreadRequest__Output } from './agentloop/v1/GetThreadRequest';
 import type { GetThreadResponse as _agentloop_v1_GetThreadResponse, GetThreadResponse__Output as _agentloop_v1_GetThreadResponse__Output } from './agentloop/v1/GetThreadResponse';
 import type { InjectedContext as _agentloop_v1_InjectedContext, InjectedContext__Output as _agentloop_v1_InjectedContext__Output } from './agentloop/v1/InjectedContext';
@@ -19,6 +21,10 @@ import type { ListCheckpointsRequest as _agentloop_v1_ListCheckpointsRequest, Li
 import type { ListCheckpointsResponse as _agentloop_v1_ListCheckpointsResponse, ListCheckpointsResponse__Output as _agentloop_v1_ListCheckpointsResponse__Output } from './agentloop/v1/ListCheckpointsResponse';
 import type { ListMemoriesRequest as _agentloop_v1_ListMemoriesRequest, ListMemoriesRequest__Output as _agentloop_v1_ListMemoriesRequest__Output } from './agentloop/v1/ListMemoriesRequest';
 import type { ListMemoriesResponse as _agentloop_v1_ListMemoriesResponse, ListMemoriesResponse__Output as _agentloop_v1_ListMemoriesResponse__Output } from './agentloop/v1/ListMemoriesResponse';
+import type { ListRunsRequest as _agentloop_v1_ListRunsRequest, ListRunsRequest__Output as _agentloop_v1_ListRunsRequest__Output } from './agentloop/v1/ListRunsRequest';
+import type { ListRunsResponse as _agentloop_v1_ListRunsResponse, ListRunsResponse__Output as _agentloop_v1_ListRunsResponse__Output } from './agentloop/v1/ListRunsResponse';
+import type { ListThreadsRequest as _agentloop_v1_ListThreadsRequest, ListThreadsRequest__Output as _agentloop_v1_ListThreadsRequest__Output } from './agentloop/v1/ListThreadsRequest';
+import type { ListThreadsResponse as _agentloop_v1_ListThreadsResponse, ListThreadsResponse__Output as _agentloop_v1_ListThreadsResponse__Output } from './agentloop/v1/ListThreadsResponse';
 import type { LlmToken as _agentloop_v1_LlmToken, LlmToken__Output as _agentloop_v1_LlmToken__Output } from './agentloop/v1/LlmToken';
 import type { LoopDetection as _agentloop_v1_LoopDetection, LoopDetection__Output as _agentloop_v1_LoopDetection__Output } from './agentloop/v1/LoopDetection';
 import type { LoopPolicy as _agentloop_v1_LoopPolicy, LoopPolicy__Output as _agentloop_v1_LoopPolicy__Output } from './agentloop/v1/LoopPolicy';
@@ -37,6 +43,7 @@ import type { RunMetadata as _agentloop_v1_RunMetadata, RunMetadata__Output as _
 import type { RunOptions as _agentloop_v1_RunOptions, RunOptions__Output as _agentloop_v1_RunOptions__Output } from './agentloop/v1/RunOptions';
 import type { RunRequest as _agentloop_v1_RunRequest, RunRequest__Output as _agentloop_v1_RunRequest__Output } from './agentloop/v1/RunRequest';
 import type { RunResponse as _agentloop_v1_RunResponse, RunResponse__Output as _agentloop_v1_RunResponse__Output } from './agentloop/v1/RunResponse';
+import type { ThreadSummary as _agentloop_v1_ThreadSummary, ThreadSummary__Output as _agentloop_v1_ThreadSummary__Output } from './agentloop/v1/ThreadSummary';
 import type { ToolCall as _agentloop_v1_ToolCall, ToolCall__Output as _agentloop_v1_ToolCall__Output } from './agentloop/v1/ToolCall';
 import type { ToolChoice as _agentloop_v1_ToolChoice, ToolChoice__Output as _agentloop_v1_ToolChoice__Output } from './agentloop/v1/ToolChoice';
 import type { ToolEnd as _agentloop_v1_ToolEnd, ToolEnd__Output as _agentloop_v1_ToolEnd__Output } from './agentloop/v1/ToolEnd';
@@ -46,7 +53,11 @@ import type { ToolStart as _agentloop_v1_ToolStart, ToolStart__Output as _agentl
 import type { Usage as _agentloop_v1_Usage, Usage__Output as _agentloop_v1_Usage__Output } from './agentloop/v1/Usage';
 import type { WatchRequest as _agentloop_v1_WatchRequest, WatchRequest__Output as _agentloop_v1_WatchRequest__Output } from './agentloop/v1/WatchRequest';
 import type { WatchResponse as _agentloop_v1_WatchResponse, WatchResponse__Output as _agentloop_v1_WatchResponse__Output } from './agentloop/v1/WatchResponse';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from './google/protobuf/Duration';
+import type { ListValue as _google_protobuf_ListValue, ListValue__Output as _google_protobuf_ListValue__Output } from './google/protobuf/ListValue';
+import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from './google/protobuf/Struct';
 import type { Timestamp as _google_protobuf_Timestamp, Timestamp__Output as _google_protobuf_Timestamp__Output } from './google/protobuf/Timestamp';
+import type { Value as _google_protobuf_Value, Value__Output as _google_protobuf_Value__Output } from './google/protobuf/Value';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -68,8 +79,11 @@ export interface ProtoGrpcType {
       Checkpoint: MessageTypeDefinition<_agentloop_v1_Checkpoint, _agentloop_v1_Checkpoint__Output>
       ConcurrencyPolicy: EnumTypeDefinition
       Decision: MessageTypeDefinition<_agentloop_v1_Decision, _agentloop_v1_Decision__Output>
+      DecisionKind: EnumTypeDefinition
       DeleteMemoryRequest: MessageTypeDefinition<_agentloop_v1_DeleteMemoryRequest, _agentloop_v1_DeleteMemoryRequest__Output>
       DeleteMemoryResponse: MessageTypeDefinition<_agentloop_v1_DeleteMemoryResponse, _agentloop_v1_DeleteMemoryResponse__Output>
+      ForkThreadRequest: MessageTypeDefinition<_agentloop_v1_ForkThreadRequest, _agentloop_v1_ForkThreadRequest__Output>
+      ForkThreadResponse: MessageTypeDefinition<_agentloop_v1_ForkThreadResponse, _agentloop_v1_ForkThreadResponse__Output>
       GetThreadRequest: MessageTypeDefinition<_agentloop_v1_GetThreadRequest, _agentloop_v1_GetThreadRequest__Output>
       GetThreadResponse: MessageTypeDefinition<_agentloop_v1_GetThreadResponse, _agentloop_v1_GetThreadResponse__Output>
       InjectedContext: MessageTypeDefinition<_agentloop_v1_InjectedContext, _agentloop_v1_InjectedContext__Output>
@@ -80,12 +94,17 @@ export interface ProtoGrpcType {
       ListCheckpointsResponse: MessageTypeDefinition<_agentloop_v1_ListCheckpointsResponse, _agentloop_v1_ListCheckpointsResponse__Output>
       ListMemoriesRequest: MessageTypeDefinition<_agentloop_v1_ListMemoriesRequest, _agentloop_v1_ListMemoriesRequest__Output>
       ListMemoriesResponse: MessageTypeDefinition<_agentloop_v1_ListMemoriesResponse, _agentloop_v1_ListMemoriesResponse__Output>
+      ListRunsRequest: MessageTypeDefinition<_agentloop_v1_ListRunsRequest, _agentloop_v1_ListRunsRequest__Output>
+      ListRunsResponse: MessageTypeDefinition<_agentloop_v1_ListRunsResponse, _agentloop_v1_ListRunsResponse__Output>
+      ListThreadsRequest: MessageTypeDefinition<_agentloop_v1_ListThreadsRequest, _agentloop_v1_ListThreadsRequest__Output>
+      ListThreadsResponse: MessageTypeDefinition<_agentloop_v1_ListThreadsResponse, _agentloop_v1_ListThreadsResponse__Output>
       LlmToken: MessageTypeDefinition<_agentloop_v1_LlmToken, _agentloop_v1_LlmToken__Output>
       LoopDetection: MessageTypeDefinition<_agentloop_v1_LoopDetection, _agentloop_v1_LoopDetection__Output>
       LoopPolicy: MessageTypeDefinition<_agentloop_v1_LoopPolicy, _agentloop_v1_LoopPolicy__Output>
       Memory: MessageTypeDefinition<_agentloop_v1_Memory, _agentloop_v1_Memory__Output>
       Message: MessageTypeDefinition<_agentloop_v1_Message, _agentloop_v1_Message__Output>
       NextStepRule: MessageTypeDefinition<_agentloop_v1_NextStepRule, _agentloop_v1_NextStepRule__Output>
+      NextStepTrigger: EnumTypeDefinition
       NodeEnd: MessageTypeDefinition<_agentloop_v1_NodeEnd, _agentloop_v1_NodeEnd__Output>
       NodeStart: MessageTypeDefinition<_agentloop_v1_NodeStart, _agentloop_v1_NodeStart__Output>
       ResumeRequest: MessageTypeDefinition<_agentloop_v1_ResumeRequest, _agentloop_v1_ResumeRequest__Output>
@@ -100,7 +119,9 @@ export interface ProtoGrpcType {
       RunRequest: MessageTypeDefinition<_agentloop_v1_RunRequest, _agentloop_v1_RunRequest__Output>
       RunResponse: MessageTypeDefinition<_agentloop_v1_RunResponse, _agentloop_v1_RunResponse__Output>
       RunStatus: EnumTypeDefinition
+      StopReason: EnumTypeDefinition
       StreamMode: EnumTypeDefinition
+      ThreadSummary: MessageTypeDefinition<_agentloop_v1_ThreadSummary, _agentloop_v1_ThreadSummary__Output>
       ToolCall: MessageTypeDefinition<_agentloop_v1_ToolCall, _agentloop_v1_ToolCall__Output>
       ToolChoice: MessageTypeDefinition<_agentloop_v1_ToolChoice, _agentloop_v1_ToolChoice__Output>
       ToolChoiceMode: EnumTypeDefinition
@@ -116,7 +137,15 @@ export interface ProtoGrpcType {
   }
   google: {
     protobuf: {
+      Duration: MessageTypeDefinition<_google_protobuf_Duration, _google_protobuf_Duration__Output>
+      ListValue: MessageTypeDefinition<_google_protobuf_ListValue, _google_protobuf_ListValue__Output>
+      NullValue: EnumTypeDefinition
+      Struct: MessageTypeDefinition<_google_protobuf_Struct, _google_protobuf_Struct__Output>
       Timestamp: MessageTypeDefinition<_google_protobuf_Timestamp, _google_protobuf_Timestamp__Output>
+      Value: MessageTypeDefinition<_google_protobuf_Value, _google_protobuf_Value__Output>
+    }
+    rpc: {
+      Code: EnumTypeDefinition
     }
   }
 }

@@ -17,6 +17,7 @@ import type { ToolChoice as _agentloop_v1_ToolChoice, ToolChoice__Output as _age
 import type { ToolResult as _agentloop_v1_ToolResult, ToolResult__Output as _agentloop_v1_ToolResult__Output } from './agentloop/v1/ToolResult';
 import type { ToolSpec as _agentloop_v1_ToolSpec, ToolSpec__Output as _agentloop_v1_ToolSpec__Output } from './agentloop/v1/ToolSpec';
 import type { Usage as _agentloop_v1_Usage, Usage__Output as _agentloop_v1_Usage__Output } from './agentloop/v1/Usage';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from './google/protobuf/Duration';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -30,6 +31,7 @@ export interface ProtoGrpcType {
       LoopPolicy: MessageTypeDefinition<_agentloop_v1_LoopPolicy, _agentloop_v1_LoopPolicy__Output>
       Message: MessageTypeDefinition<_agentloop_v1_Message, _agentloop_v1_Message__Output>
       NextStepRule: MessageTypeDefinition<_agentloop_v1_NextStepRule, _agentloop_v1_NextStepRule__Output>
+      NextStepTrigger: EnumTypeDefinition
       /**
        * One LLM step, unary or streamed.
        */
@@ -47,6 +49,11 @@ export interface ProtoGrpcType {
       ToolResult: MessageTypeDefinition<_agentloop_v1_ToolResult, _agentloop_v1_ToolResult__Output>
       ToolSpec: MessageTypeDefinition<_agentloop_v1_ToolSpec, _agentloop_v1_ToolSpec__Output>
       Usage: MessageTypeDefinition<_agentloop_v1_Usage, _agentloop_v1_Usage__Output>
+    }
+  }
+  google: {
+    protobuf: {
+      Duration: MessageTypeDefinition<_google_protobuf_Duration, _google_protobuf_Duration__Output>
     }
   }
 }

@@ -16,6 +16,7 @@ import type { ToolServiceClient as _agentloop_v1_ToolServiceClient, ToolServiceD
 import type { ToolSpec as _agentloop_v1_ToolSpec, ToolSpec__Output as _agentloop_v1_ToolSpec__Output } from './agentloop/v1/ToolSpec';
 import type { ToolStarted as _agentloop_v1_ToolStarted, ToolStarted__Output as _agentloop_v1_ToolStarted__Output } from './agentloop/v1/ToolStarted';
 import type { Usage as _agentloop_v1_Usage, Usage__Output as _agentloop_v1_Usage__Output } from './agentloop/v1/Usage';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from './google/protobuf/Duration';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -32,6 +33,7 @@ export interface ProtoGrpcType {
       LoopPolicy: MessageTypeDefinition<_agentloop_v1_LoopPolicy, _agentloop_v1_LoopPolicy__Output>
       Message: MessageTypeDefinition<_agentloop_v1_Message, _agentloop_v1_Message__Output>
       NextStepRule: MessageTypeDefinition<_agentloop_v1_NextStepRule, _agentloop_v1_NextStepRule__Output>
+      NextStepTrigger: EnumTypeDefinition
       Role: EnumTypeDefinition
       ToolCall: MessageTypeDefinition<_agentloop_v1_ToolCall, _agentloop_v1_ToolCall__Output>
       ToolChoice: MessageTypeDefinition<_agentloop_v1_ToolChoice, _agentloop_v1_ToolChoice__Output>
@@ -45,6 +47,11 @@ export interface ProtoGrpcType {
       ToolSpec: MessageTypeDefinition<_agentloop_v1_ToolSpec, _agentloop_v1_ToolSpec__Output>
       ToolStarted: MessageTypeDefinition<_agentloop_v1_ToolStarted, _agentloop_v1_ToolStarted__Output>
       Usage: MessageTypeDefinition<_agentloop_v1_Usage, _agentloop_v1_Usage__Output>
+    }
+  }
+  google: {
+    protobuf: {
+      Duration: MessageTypeDefinition<_google_protobuf_Duration, _google_protobuf_Duration__Output>
     }
   }
 }

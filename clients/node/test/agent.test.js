@@ -71,12 +71,12 @@ for (const streamMode of ['STREAM_MODE_FINAL_ONLY', 'STREAM_MODE_ALL_STEPS']) {
     assert.equal(kinds.at(-1), 'final', `the run ended with ${kinds.at(-1)}`);
     const final = events.at(-1).final;
 
-    const starts = events.filter((e) => e.event === 'tool_start').map((e) => e.tool_start.tool);
+    const starts = events.filter((e) => e.event === 'tool_start').map((e) => e.tool_start.name);
     assert.deepEqual(starts.sort(), ['calculator', 'current_time']);
     const ends = events.filter((e) => e.event === 'tool_end');
     assert.equal(ends.length, 2);
-    const product = ends.find((e) => e.tool_end.tool === 'calculator').tool_end.result;
-    assert.equal(product.error_kind, 'TOOL_ERROR_KIND_UNSPECIFIED');
+    const product = ends.find((e) => e.tool_end.name === 'calculator').tool_end.result;
+    assert.equal(product.error_kind, 'TOOL_ERROR_KIND_NONE');
     assert.match(product.content, /7006652/);
 
     const tokens = events.filter((e) => e.event === 'llm_token').map((e) => e.llm_token.token);
@@ -127,4 +127,74 @@ test('an unknown run comes with ErrorInfo RUN_NOT_FOUND', async () => {
   assert.equal(info.reason, 'RUN_NOT_FOUND');
   assert.equal(info.domain, 'agentloop.dev');
   assert.equal(info.metadata.run_id, 'no-such-run');
+});
+
+/** Every event of one Watch. */
+function watchEvents(request) {
+  return new Promise((resolve, reject) => {
+    const events = [];
+    const call = agent.Watch(request, { deadline: deadline() });
+    call.on('data', (response) => events.push(response.event));
+    call.on('error', reject);
+    call.on('end', () => resolve(events));
+  });
+}
+
+test('a thread over 16 MiB is read through Run, Invoke, GetThread and Watch with default limits', async () => {
+  // Seeded in one Run: a client sends any size by default (only receiving is limited).
+  const history = Array.from({ length: 18 }, (_, i) => ({
+    role: i % 2 === 0 ? 'ROLE_USER' : 'ROLE_ASSISTANT',
+    content: String(i).padStart(4, '0') + 'x'.repeat((1 << 20) - 4),
+  }));
+  const run = await runEvents({ input: 'and now?', user_id: 'node-big', history });
+  assert.equal(run.at(-1).event, 'final');
+  const final = run.at(-1).final;
+  // What this run added (its question, perhaps a context summary, the answer), never the 18 MiB before it.
+  const added = final.run_messages.map((m) => m.content);
+  assert.equal(added[0], 'and now?');
+  assert.equal(added.at(-1), final.final_reply);
+  const threadId = run[0].thread_id;
+
+  const invoked = await unary('Invoke', { input: 'once more', user_id: 'node-big', thread_id: threadId });
+  assert.equal(invoked.final.run_messages[0].content, 'once more');
+  assert.equal(invoked.final.run_messages.at(-1).content, invoked.final.final_reply);
+
+  const watched = await watchEvents({ run_id: run[0].run_id, user_id: 'node-big' });
+  assert.equal(watched.at(-1).final.final_reply, final.final_reply);
+
+  const contents = [];
+  let pageToken = '';
+  let pages = 0;
+  do {
+    const page = await unary('GetThread', { thread_id: threadId, user_id: 'node-big', page_token: pageToken });
+    contents.push(...page.messages.map((m) => m.content));
+    pageToken = page.next_page_token;
+    pages += 1;
+  } while (pageToken);
+  assert.ok(pages > 4, `${pages} pages for ${contents.length} messages`);
+  assert.ok(contents.reduce((n, c) => n + c.length, 0) > 16 * 1024 * 1024);
+  assert.deepEqual(contents.slice(0, 18).map((c) => c.slice(0, 4)), history.map((m) => m.content.slice(0, 4)));
+  assert.equal(contents.length, 18 + added.length + invoked.final.run_messages.length);
+  assert.equal(contents.at(-1), invoked.final.final_reply);
+});
+
+test('a Run retried with its request_id after a drop is one run, not two', async () => {
+  const request = { input: 'hello there', user_id: 'node-retry', request_id: 'node-req-1' };
+  const dropped = agent.Run(request, { deadline: deadline() });
+  dropped.on('error', () => {}); // CANCELLED, as asked
+  dropped.cancel(); // the connection is gone before the first event
+
+  const events = await runEvents(request);
+  assert.equal(events.at(-1).event, 'final');
+  assert.equal(events[0].sequence, '1');
+  const { threads } = await unary('ListThreads', { user_id: 'node-retry' });
+  assert.equal(threads.length, 1);
+  assert.equal(threads[0].latest_run_id, events[0].run_id);
+  const { runs } = await unary('ListRuns', { thread_id: threads[0].thread_id, user_id: 'node-retry' });
+  assert.deepEqual(runs.map((r) => [r.run_id, r.request_id]), [[events[0].run_id, 'node-req-1']]);
+  const thread = await unary('GetThread', { thread_id: threads[0].thread_id, user_id: 'node-retry' });
+  assert.deepEqual(thread.messages.map((m) => m.content), ['hello there', events.at(-1).final.final_reply]);
+
+  const again = await unary('Invoke', { input: 'ignored', user_id: 'node-retry', request_id: 'node-req-1' });
+  assert.equal(again.run_id, events[0].run_id);
 });

@@ -1,5 +1,6 @@
 // Original file: protos/agentloop/v1/agent.proto
 
+import type { DecisionKind as _agentloop_v1_DecisionKind, DecisionKind__Output as _agentloop_v1_DecisionKind__Output } from '../../agentloop/v1/DecisionKind';
 
 /**
  * The loop made a judgement worth showing: loop detected, not enough steps
@@ -8,15 +9,13 @@
  */
 export interface Decision {
   /**
-   * What kind: "loop_detected", "remaining_steps", "flow_guidance",
-   * "memory_stored", "memory_recalled", "hook", "structured_output_invalid",
-   * "approval".
-   */
-  'kind'?: (string);
-  /**
    * Details for a person.
    */
   'detail'?: (string);
+  /**
+   * What kind of judgement.
+   */
+  'kind'?: (_agentloop_v1_DecisionKind);
 }
 
 /**
@@ -26,13 +25,11 @@ export interface Decision {
  */
 export interface Decision__Output {
   /**
-   * What kind: "loop_detected", "remaining_steps", "flow_guidance",
-   * "memory_stored", "memory_recalled", "hook", "structured_output_invalid",
-   * "approval".
-   */
-  'kind': (string);
-  /**
    * Details for a person.
    */
   'detail': (string);
+  /**
+   * What kind of judgement.
+   */
+  'kind': (_agentloop_v1_DecisionKind__Output);
 }

@@ -2,6 +2,7 @@
 
 import type { ToolCall as _agentloop_v1_ToolCall, ToolCall__Output as _agentloop_v1_ToolCall__Output } from '../../agentloop/v1/ToolCall';
 import type { InjectedContext as _agentloop_v1_InjectedContext, InjectedContext__Output as _agentloop_v1_InjectedContext__Output } from '../../agentloop/v1/InjectedContext';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration';
 
 /**
  * Request of ToolService.Execute.
@@ -11,10 +12,6 @@ export interface ExecuteRequest {
    * The calls to run; ids must be non-empty and unique within the batch.
    */
   'calls'?: (_agentloop_v1_ToolCall)[];
-  /**
-   * Per-call timeout in seconds; 0 uses the service default. Must be >= 0.
-   */
-  'timeout_seconds'?: (number | string);
   /**
    * How many calls may run at once; 0 uses the service default. Must be >= 0.
    */
@@ -33,6 +30,10 @@ export interface ExecuteRequest {
    * run metadata). Tools that declare none ignore it.
    */
   'injected'?: (_agentloop_v1_InjectedContext | null);
+  /**
+   * Per-call timeout; unset uses the service default. Must not be negative.
+   */
+  'timeout'?: (_google_protobuf_Duration | null);
 }
 
 /**
@@ -43,10 +44,6 @@ export interface ExecuteRequest__Output {
    * The calls to run; ids must be non-empty and unique within the batch.
    */
   'calls': (_agentloop_v1_ToolCall__Output)[];
-  /**
-   * Per-call timeout in seconds; 0 uses the service default. Must be >= 0.
-   */
-  'timeout_seconds': (number);
   /**
    * How many calls may run at once; 0 uses the service default. Must be >= 0.
    */
@@ -65,4 +62,8 @@ export interface ExecuteRequest__Output {
    * run metadata). Tools that declare none ignore it.
    */
   'injected': (_agentloop_v1_InjectedContext__Output | null);
+  /**
+   * Per-call timeout; unset uses the service default. Must not be negative.
+   */
+  'timeout': (_google_protobuf_Duration__Output | null);
 }

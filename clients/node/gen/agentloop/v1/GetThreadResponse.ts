@@ -17,8 +17,8 @@ export interface GetThreadResponse {
    */
   'user_id'?: (string);
   /**
-   * The conversation (as of the checkpoint when one was named), oldest
-   * first, system prompts excluded.
+   * One page of the conversation (as of the checkpoint when one was named),
+   * oldest first, system prompts excluded.
    */
   'messages'?: (_agentloop_v1_Message)[];
   /**
@@ -33,6 +33,14 @@ export interface GetThreadResponse {
    * When the thread last changed.
    */
   'updated_at'?: (_google_protobuf_Timestamp | null);
+  /**
+   * Token for the next page of messages; empty on the last page.
+   */
+  'next_page_token'?: (string);
+  /**
+   * Messages in the whole conversation (as of the checkpoint).
+   */
+  'total_messages'?: (number);
 }
 
 /**
@@ -48,8 +56,8 @@ export interface GetThreadResponse__Output {
    */
   'user_id': (string);
   /**
-   * The conversation (as of the checkpoint when one was named), oldest
-   * first, system prompts excluded.
+   * One page of the conversation (as of the checkpoint when one was named),
+   * oldest first, system prompts excluded.
    */
   'messages': (_agentloop_v1_Message__Output)[];
   /**
@@ -64,4 +72,12 @@ export interface GetThreadResponse__Output {
    * When the thread last changed.
    */
   'updated_at': (_google_protobuf_Timestamp__Output | null);
+  /**
+   * Token for the next page of messages; empty on the last page.
+   */
+  'next_page_token': (string);
+  /**
+   * Messages in the whole conversation (as of the checkpoint).
+   */
+  'total_messages': (number);
 }

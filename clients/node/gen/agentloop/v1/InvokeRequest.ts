@@ -28,6 +28,11 @@ export interface InvokeRequest {
    * Per-run settings; stream_mode is ignored.
    */
   'options'?: (_agentloop_v1_RunOptions | null);
+  /**
+   * Idempotency key, as RunRequest.request_id (one namespace for both): the
+   * same key again returns the outcome of the run it started.
+   */
+  'request_id'?: (string);
 }
 
 /**
@@ -55,4 +60,9 @@ export interface InvokeRequest__Output {
    * Per-run settings; stream_mode is ignored.
    */
   'options': (_agentloop_v1_RunOptions__Output | null);
+  /**
+   * Idempotency key, as RunRequest.request_id (one namespace for both): the
+   * same key again returns the outcome of the run it started.
+   */
+  'request_id': (string);
 }

@@ -9,6 +9,14 @@ export interface ListMemoriesRequest {
    * Whose memories.
    */
   'user_id'?: (string);
+  /**
+   * Page size in [1, 1000]; 0 means 100.
+   */
+  'page_size'?: (number);
+  /**
+   * Token from a previous response; empty for the first page.
+   */
+  'page_token'?: (string);
 }
 
 /**
@@ -19,4 +27,12 @@ export interface ListMemoriesRequest__Output {
    * Whose memories.
    */
   'user_id': (string);
+  /**
+   * Page size in [1, 1000]; 0 means 100.
+   */
+  'page_size': (number);
+  /**
+   * Token from a previous response; empty for the first page.
+   */
+  'page_token': (string);
 }

@@ -10,6 +10,10 @@ export interface ListMemoriesResponse {
    * The memories, newest first.
    */
   'memories'?: (_agentloop_v1_Memory)[];
+  /**
+   * Token for the next page; empty on the last page.
+   */
+  'next_page_token'?: (string);
 }
 
 /**
@@ -20,4 +24,8 @@ export interface ListMemoriesResponse__Output {
    * The memories, newest first.
    */
   'memories': (_agentloop_v1_Memory__Output)[];
+  /**
+   * Token for the next page; empty on the last page.
+   */
+  'next_page_token': (string);
 }

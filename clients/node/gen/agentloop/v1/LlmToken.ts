@@ -6,17 +6,21 @@
  */
 export interface LlmToken {
   /**
-   * Visible content; empty when this event carries reasoning.
+   * Visible content.
    */
   'token'?: (string);
   /**
-   * Reasoning content; empty when this event carries visible content.
+   * Reasoning content ("thinking"), when the endpoint exposes it.
    */
   'reasoning_token'?: (string);
   /**
    * Tool rounds completed when the model was called.
    */
   'step'?: (number);
+  /**
+   * Exactly one kind of text per event.
+   */
+  'content'?: "token"|"reasoning_token";
 }
 
 /**
@@ -24,15 +28,19 @@ export interface LlmToken {
  */
 export interface LlmToken__Output {
   /**
-   * Visible content; empty when this event carries reasoning.
+   * Visible content.
    */
-  'token': (string);
+  'token'?: (string);
   /**
-   * Reasoning content; empty when this event carries visible content.
+   * Reasoning content ("thinking"), when the endpoint exposes it.
    */
-  'reasoning_token': (string);
+  'reasoning_token'?: (string);
   /**
    * Tool rounds completed when the model was called.
    */
   'step': (number);
+  /**
+   * Exactly one kind of text per event.
+   */
+  'content'?: "token"|"reasoning_token";
 }

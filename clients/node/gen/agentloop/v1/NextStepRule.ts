@@ -1,14 +1,11 @@
 // Original file: protos/agentloop/v1/common.proto
 
+import type { NextStepTrigger as _agentloop_v1_NextStepTrigger, NextStepTrigger__Output as _agentloop_v1_NextStepTrigger__Output } from '../../agentloop/v1/NextStepTrigger';
 
 /**
  * One flow-guidance rule of a tool.
  */
 export interface NextStepRule {
-  /**
-   * When the rule applies: "success" or "error".
-   */
-  'on'?: (string);
   /**
    * Short name of the suggested next step, for example "run_sql".
    */
@@ -17,16 +14,16 @@ export interface NextStepRule {
    * The hint given to the model, for example "The query is valid: run it with sql_query."
    */
   'hint'?: (string);
+  /**
+   * When the rule applies.
+   */
+  'trigger'?: (_agentloop_v1_NextStepTrigger);
 }
 
 /**
  * One flow-guidance rule of a tool.
  */
 export interface NextStepRule__Output {
-  /**
-   * When the rule applies: "success" or "error".
-   */
-  'on': (string);
   /**
    * Short name of the suggested next step, for example "run_sql".
    */
@@ -35,4 +32,8 @@ export interface NextStepRule__Output {
    * The hint given to the model, for example "The query is valid: run it with sql_query."
    */
   'hint': (string);
+  /**
+   * When the rule applies.
+   */
+  'trigger': (_agentloop_v1_NextStepTrigger__Output);
 }

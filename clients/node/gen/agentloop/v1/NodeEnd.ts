@@ -1,5 +1,6 @@
 // Original file: protos/agentloop/v1/agent.proto
 
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration';
 
 /**
  * A node of the loop's graph has finished.
@@ -14,9 +15,9 @@ export interface NodeEnd {
    */
   'step'?: (number);
   /**
-   * Time spent in the node, in milliseconds.
+   * Time spent in the node.
    */
-  'duration_ms'?: (number | string);
+  'duration'?: (_google_protobuf_Duration | null);
 }
 
 /**
@@ -32,7 +33,7 @@ export interface NodeEnd__Output {
    */
   'step': (number);
   /**
-   * Time spent in the node, in milliseconds.
+   * Time spent in the node.
    */
-  'duration_ms': (number);
+  'duration': (_google_protobuf_Duration__Output | null);
 }

@@ -18,6 +18,13 @@ export interface ResumeRequest {
    * For a PAUSED run: one decision per pending tool call.
    */
   'decisions'?: (_agentloop_v1_ApprovalDecision)[];
+  /**
+   * Idempotency key chosen by the client, as RunRequest.request_id: the
+   * same key again for the same run streams the events of the resumption it
+   * started (from where that stream began) instead of resuming twice or
+   * failing because the run is no longer paused.
+   */
+  'request_id'?: (string);
 }
 
 /**
@@ -36,4 +43,11 @@ export interface ResumeRequest__Output {
    * For a PAUSED run: one decision per pending tool call.
    */
   'decisions': (_agentloop_v1_ApprovalDecision__Output)[];
+  /**
+   * Idempotency key chosen by the client, as RunRequest.request_id: the
+   * same key again for the same run streams the events of the resumption it
+   * started (from where that stream began) instead of resuming twice or
+   * failing because the run is no longer paused.
+   */
+  'request_id': (string);
 }

@@ -1,14 +1,11 @@
 // Original file: protos/agentloop/v1/agent.proto
 
+import type { Code as _google_rpc_Code, Code__Output as _google_rpc_Code__Output } from '../../google/rpc/Code';
 
 /**
  * A run ended because something failed and could not be retried.
  */
 export interface RunError {
-  /**
-   * gRPC status code name of the cause, for example "UNAVAILABLE".
-   */
-  'code'?: (string);
   /**
    * What failed, written for a person.
    */
@@ -17,16 +14,16 @@ export interface RunError {
    * The node that was running.
    */
   'node'?: (string);
+  /**
+   * Status code of the cause, for example UNAVAILABLE.
+   */
+  'code'?: (_google_rpc_Code);
 }
 
 /**
  * A run ended because something failed and could not be retried.
  */
 export interface RunError__Output {
-  /**
-   * gRPC status code name of the cause, for example "UNAVAILABLE".
-   */
-  'code': (string);
   /**
    * What failed, written for a person.
    */
@@ -35,4 +32,8 @@ export interface RunError__Output {
    * The node that was running.
    */
   'node': (string);
+  /**
+   * Status code of the cause, for example UNAVAILABLE.
+   */
+  'code': (_google_rpc_Code__Output);
 }

@@ -56,7 +56,8 @@ export interface RunEvent {
    */
   'error'?: (_agentloop_v1_RunError | null);
   /**
-   * The run paused for approval; the last event until Resume.
+   * The run paused for approval: the last event until Resume but for the
+   * decision and node_end events that close the paused step.
    */
   'interrupt'?: (_agentloop_v1_Interrupt | null);
   /**
@@ -114,7 +115,8 @@ export interface RunEvent__Output {
    */
   'error'?: (_agentloop_v1_RunError__Output | null);
   /**
-   * The run paused for approval; the last event until Resume.
+   * The run paused for approval: the last event until Resume but for the
+   * decision and node_end events that close the paused step.
    */
   'interrupt'?: (_agentloop_v1_Interrupt__Output | null);
   /**

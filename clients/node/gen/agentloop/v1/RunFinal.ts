@@ -2,6 +2,7 @@
 
 import type { RunMetadata as _agentloop_v1_RunMetadata, RunMetadata__Output as _agentloop_v1_RunMetadata__Output } from '../../agentloop/v1/RunMetadata';
 import type { Message as _agentloop_v1_Message, Message__Output as _agentloop_v1_Message__Output } from '../../agentloop/v1/Message';
+import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from '../../google/protobuf/Struct';
 
 /**
  * The outcome of a run.
@@ -16,13 +17,17 @@ export interface RunFinal {
    */
   'metadata'?: (_agentloop_v1_RunMetadata | null);
   /**
-   * The conversation as it stands after the run, the system prompt excluded.
+   * The messages THIS run added to the thread, oldest first: its question,
+   * the model's turns and the tool results. The earlier conversation (and a
+   * new thread's RunRequest.history, which the client sent) is not repeated:
+   * read it with GetThread, a page at a time. Its size is bounded by the run,
+   * never by the thread's length.
    */
-  'messages'?: (_agentloop_v1_Message)[];
+  'run_messages'?: (_agentloop_v1_Message)[];
   /**
-   * With RunOptions.output_schema_json: the validated answer object as JSON.
+   * With RunOptions.output_schema: the validated answer object.
    */
-  'structured_output_json'?: (string);
+  'structured_output'?: (_google_protobuf_Struct | null);
 }
 
 /**
@@ -38,11 +43,15 @@ export interface RunFinal__Output {
    */
   'metadata': (_agentloop_v1_RunMetadata__Output | null);
   /**
-   * The conversation as it stands after the run, the system prompt excluded.
+   * The messages THIS run added to the thread, oldest first: its question,
+   * the model's turns and the tool results. The earlier conversation (and a
+   * new thread's RunRequest.history, which the client sent) is not repeated:
+   * read it with GetThread, a page at a time. Its size is bounded by the run,
+   * never by the thread's length.
    */
-  'messages': (_agentloop_v1_Message__Output)[];
+  'run_messages': (_agentloop_v1_Message__Output)[];
   /**
-   * With RunOptions.output_schema_json: the validated answer object as JSON.
+   * With RunOptions.output_schema: the validated answer object.
    */
-  'structured_output_json': (string);
+  'structured_output': (_google_protobuf_Struct__Output | null);
 }

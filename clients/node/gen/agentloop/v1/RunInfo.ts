@@ -48,6 +48,10 @@ export interface RunInfo {
    * When the run was created.
    */
   'created_at'?: (_google_protobuf_Timestamp | null);
+  /**
+   * The request_id the run was started with; empty when none.
+   */
+  'request_id'?: (string);
 }
 
 /**
@@ -94,4 +98,8 @@ export interface RunInfo__Output {
    * When the run was created.
    */
   'created_at': (_google_protobuf_Timestamp__Output | null);
+  /**
+   * The request_id the run was started with; empty when none.
+   */
+  'request_id': (string);
 }

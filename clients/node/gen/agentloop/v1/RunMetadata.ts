@@ -1,6 +1,7 @@
 // Original file: protos/agentloop/v1/agent.proto
 
 import type { Usage as _agentloop_v1_Usage, Usage__Output as _agentloop_v1_Usage__Output } from '../../agentloop/v1/Usage';
+import type { StopReason as _agentloop_v1_StopReason, StopReason__Output as _agentloop_v1_StopReason__Output } from '../../agentloop/v1/StopReason';
 
 /**
  * Counters describing a finished run.
@@ -15,14 +16,6 @@ export interface RunMetadata {
    */
   'tools_used'?: (string)[];
   /**
-   * Why the loop ended: "completed" (the model answered), "max_steps" (the
-   * step limit was reached and the model answered without tools),
-   * "needs_more_steps" (the model asked for more tool calls than steps
-   * remained), "loop_detected", "cancelled" (Cancel was called), "paused"
-   * (waiting for approval) or "error" (see the error event).
-   */
-  'stop_reason'?: (string);
-  /**
    * Number of model calls made.
    */
   'llm_calls'?: (number);
@@ -34,6 +27,10 @@ export interface RunMetadata {
    * Number of tool calls made, errors included.
    */
   'tool_calls'?: (number);
+  /**
+   * Why the loop ended; STOP_REASON_UNSPECIFIED while the run goes on.
+   */
+  'stop_reason'?: (_agentloop_v1_StopReason);
 }
 
 /**
@@ -49,14 +46,6 @@ export interface RunMetadata__Output {
    */
   'tools_used': (string)[];
   /**
-   * Why the loop ended: "completed" (the model answered), "max_steps" (the
-   * step limit was reached and the model answered without tools),
-   * "needs_more_steps" (the model asked for more tool calls than steps
-   * remained), "loop_detected", "cancelled" (Cancel was called), "paused"
-   * (waiting for approval) or "error" (see the error event).
-   */
-  'stop_reason': (string);
-  /**
    * Number of model calls made.
    */
   'llm_calls': (number);
@@ -68,4 +57,8 @@ export interface RunMetadata__Output {
    * Number of tool calls made, errors included.
    */
   'tool_calls': (number);
+  /**
+   * Why the loop ended; STOP_REASON_UNSPECIFIED while the run goes on.
+   */
+  'stop_reason': (_agentloop_v1_StopReason__Output);
 }

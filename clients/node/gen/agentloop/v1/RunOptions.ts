@@ -3,6 +3,8 @@
 import type { StreamMode as _agentloop_v1_StreamMode, StreamMode__Output as _agentloop_v1_StreamMode__Output } from '../../agentloop/v1/StreamMode';
 import type { ConcurrencyPolicy as _agentloop_v1_ConcurrencyPolicy, ConcurrencyPolicy__Output as _agentloop_v1_ConcurrencyPolicy__Output } from '../../agentloop/v1/ConcurrencyPolicy';
 import type { LoopDetection as _agentloop_v1_LoopDetection, LoopDetection__Output as _agentloop_v1_LoopDetection__Output } from '../../agentloop/v1/LoopDetection';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration';
+import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from '../../google/protobuf/Struct';
 
 /**
  * Per-run settings; every field has a sensible default.
@@ -32,10 +34,6 @@ export interface RunOptions {
    */
   'tools'?: (string)[];
   /**
-   * Per tool call timeout in seconds; 0 uses the ToolService default.
-   */
-  'tool_timeout_seconds'?: (number | string);
-  /**
    * Sampling temperature in [0, 2] for every model call; unset uses the
    * endpoint's default.
    */
@@ -53,13 +51,6 @@ export interface RunOptions {
    * Loop detection settings; unset uses the defaults.
    */
   'loop_detection'?: (_agentloop_v1_LoopDetection | null);
-  /**
-   * A JSON Schema the final answer must satisfy. The gateway adds a finish
-   * tool ("final_answer") with this schema, requires tool use until a call
-   * validates, feeds validation errors back, and puts the validated object in
-   * RunFinal.structured_output_json.
-   */
-  'output_schema_json'?: (string);
   /**
    * Run a round's tool calls one after the other, in the model's order,
    * instead of in parallel.
@@ -104,6 +95,17 @@ export interface RunOptions {
    * user's long-term memory (one model call). Ignored with disable_memory.
    */
   'session_memory'?: (boolean);
+  /**
+   * Per tool call timeout, in (0s, 3600s]; unset uses the ToolService default.
+   */
+  'tool_timeout'?: (_google_protobuf_Duration | null);
+  /**
+   * A JSON Schema (an object) the final answer must satisfy. The gateway adds
+   * a finish tool ("final_answer") with this schema, requires tool use until a
+   * call validates, feeds validation errors back, and puts the validated
+   * object in RunFinal.structured_output.
+   */
+  'output_schema'?: (_google_protobuf_Struct | null);
   '_temperature'?: "temperature";
 }
 
@@ -135,10 +137,6 @@ export interface RunOptions__Output {
    */
   'tools': (string)[];
   /**
-   * Per tool call timeout in seconds; 0 uses the ToolService default.
-   */
-  'tool_timeout_seconds': (number);
-  /**
    * Sampling temperature in [0, 2] for every model call; unset uses the
    * endpoint's default.
    */
@@ -156,13 +154,6 @@ export interface RunOptions__Output {
    * Loop detection settings; unset uses the defaults.
    */
   'loop_detection': (_agentloop_v1_LoopDetection__Output | null);
-  /**
-   * A JSON Schema the final answer must satisfy. The gateway adds a finish
-   * tool ("final_answer") with this schema, requires tool use until a call
-   * validates, feeds validation errors back, and puts the validated object in
-   * RunFinal.structured_output_json.
-   */
-  'output_schema_json': (string);
   /**
    * Run a round's tool calls one after the other, in the model's order,
    * instead of in parallel.
@@ -207,5 +198,16 @@ export interface RunOptions__Output {
    * user's long-term memory (one model call). Ignored with disable_memory.
    */
   'session_memory': (boolean);
+  /**
+   * Per tool call timeout, in (0s, 3600s]; unset uses the ToolService default.
+   */
+  'tool_timeout': (_google_protobuf_Duration__Output | null);
+  /**
+   * A JSON Schema (an object) the final answer must satisfy. The gateway adds
+   * a finish tool ("final_answer") with this schema, requires tool use until a
+   * call validates, feeds validation errors back, and puts the validated
+   * object in RunFinal.structured_output.
+   */
+  'output_schema': (_google_protobuf_Struct__Output | null);
   '_temperature'?: "temperature";
 }

@@ -30,6 +30,15 @@ export interface RunRequest {
    * Per-run settings.
    */
   'options'?: (_agentloop_v1_RunOptions | null);
+  /**
+   * Idempotency key chosen by the client (AIP-155), for example a UUID; at
+   * most 256 characters, no control characters. The same key again from the
+   * same user attaches to the run it started, streaming that run's events
+   * from the start (Watch goes on from any sequence), instead of starting
+   * another; the rest of the request is then not looked at. Empty never
+   * deduplicates. A key is kept as long as its run.
+   */
+  'request_id'?: (string);
 }
 
 /**
@@ -59,4 +68,13 @@ export interface RunRequest__Output {
    * Per-run settings.
    */
   'options': (_agentloop_v1_RunOptions__Output | null);
+  /**
+   * Idempotency key chosen by the client (AIP-155), for example a UUID; at
+   * most 256 characters, no control characters. The same key again from the
+   * same user attaches to the run it started, streaming that run's events
+   * from the start (Watch goes on from any sequence), instead of starting
+   * another; the rest of the request is then not looked at. Empty never
+   * deduplicates. A key is kept as long as its run.
+   */
+  'request_id': (string);
 }

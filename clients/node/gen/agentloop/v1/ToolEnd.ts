@@ -9,11 +9,11 @@ export interface ToolEnd {
   /**
    * The tool's name.
    */
-  'tool'?: (string);
+  'name'?: (string);
   /**
-   * The tool call id.
+   * The ToolCall.id of the call.
    */
-  'id'?: (string);
+  'tool_call_id'?: (string);
   /**
    * The full outcome, including error details.
    */
@@ -27,11 +27,11 @@ export interface ToolEnd__Output {
   /**
    * The tool's name.
    */
-  'tool': (string);
+  'name': (string);
   /**
-   * The tool call id.
+   * The ToolCall.id of the call.
    */
-  'id': (string);
+  'tool_call_id': (string);
   /**
    * The full outcome, including error details.
    */

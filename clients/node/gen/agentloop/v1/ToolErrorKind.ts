@@ -2,12 +2,20 @@
 
 /**
  * Why a tool call produced an error result instead of a value.
+ * 
+ * Every result carries an explicit kind: TOOL_ERROR_KIND_NONE for a success,
+ * one of the others for a failure. UNSPECIFIED (0) only means "not set" (a
+ * sender that predates NONE); readers then go by is_error.
  */
 export const ToolErrorKind = {
   /**
-   * The call succeeded.
+   * Not set; never sent by the ToolService or the gateway.
    */
   TOOL_ERROR_KIND_UNSPECIFIED: 'TOOL_ERROR_KIND_UNSPECIFIED',
+  /**
+   * The call succeeded (is_error is false).
+   */
+  TOOL_ERROR_KIND_NONE: 'TOOL_ERROR_KIND_NONE',
   /**
    * No tool with that name is registered.
    */
@@ -49,13 +57,22 @@ export const ToolErrorKind = {
 
 /**
  * Why a tool call produced an error result instead of a value.
+ * 
+ * Every result carries an explicit kind: TOOL_ERROR_KIND_NONE for a success,
+ * one of the others for a failure. UNSPECIFIED (0) only means "not set" (a
+ * sender that predates NONE); readers then go by is_error.
  */
 export type ToolErrorKind =
   /**
-   * The call succeeded.
+   * Not set; never sent by the ToolService or the gateway.
    */
   | 'TOOL_ERROR_KIND_UNSPECIFIED'
   | 0
+  /**
+   * The call succeeded (is_error is false).
+   */
+  | 'TOOL_ERROR_KIND_NONE'
+  | 10
   /**
    * No tool with that name is registered.
    */
@@ -105,5 +122,9 @@ export type ToolErrorKind =
 
 /**
  * Why a tool call produced an error result instead of a value.
+ * 
+ * Every result carries an explicit kind: TOOL_ERROR_KIND_NONE for a success,
+ * one of the others for a failure. UNSPECIFIED (0) only means "not set" (a
+ * sender that predates NONE); readers then go by is_error.
  */
 export type ToolErrorKind__Output = typeof ToolErrorKind[keyof typeof ToolErrorKind]

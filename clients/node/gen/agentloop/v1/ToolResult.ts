@@ -1,6 +1,7 @@
 // Original file: protos/agentloop/v1/common.proto
 
 import type { ToolErrorKind as _agentloop_v1_ToolErrorKind, ToolErrorKind__Output as _agentloop_v1_ToolErrorKind__Output } from '../../agentloop/v1/ToolErrorKind';
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration';
 
 /**
  * The outcome of one tool call. Every ToolCall gets exactly one ToolResult.
@@ -24,13 +25,13 @@ export interface ToolResult {
    */
   'is_error'?: (boolean);
   /**
-   * Category of the failure; UNSPECIFIED on success.
+   * TOOL_ERROR_KIND_NONE on success, the category of the failure otherwise.
    */
   'error_kind'?: (_agentloop_v1_ToolErrorKind);
   /**
-   * Wall-clock time the call took, in milliseconds.
+   * Wall-clock time the call took.
    */
-  'duration_ms'?: (number | string);
+  'duration'?: (_google_protobuf_Duration | null);
 }
 
 /**
@@ -55,11 +56,11 @@ export interface ToolResult__Output {
    */
   'is_error': (boolean);
   /**
-   * Category of the failure; UNSPECIFIED on success.
+   * TOOL_ERROR_KIND_NONE on success, the category of the failure otherwise.
    */
   'error_kind': (_agentloop_v1_ToolErrorKind__Output);
   /**
-   * Wall-clock time the call took, in milliseconds.
+   * Wall-clock time the call took.
    */
-  'duration_ms': (number);
+  'duration': (_google_protobuf_Duration__Output | null);
 }

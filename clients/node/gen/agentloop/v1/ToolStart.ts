@@ -8,15 +8,16 @@ export interface ToolStart {
   /**
    * The tool's name.
    */
-  'tool'?: (string);
+  'name'?: (string);
   /**
-   * Arguments as the model wrote them (JSON text).
+   * Arguments as the model wrote them (JSON text, verbatim: it may be
+   * malformed, which the tool's result then reports).
    */
-  'args_json'?: (string);
+  'arguments_json'?: (string);
   /**
-   * The tool call id.
+   * The ToolCall.id of the call.
    */
-  'id'?: (string);
+  'tool_call_id'?: (string);
 }
 
 /**
@@ -26,13 +27,14 @@ export interface ToolStart__Output {
   /**
    * The tool's name.
    */
-  'tool': (string);
+  'name': (string);
   /**
-   * Arguments as the model wrote them (JSON text).
+   * Arguments as the model wrote them (JSON text, verbatim: it may be
+   * malformed, which the tool's result then reports).
    */
-  'args_json': (string);
+  'arguments_json': (string);
   /**
-   * The tool call id.
+   * The ToolCall.id of the call.
    */
-  'id': (string);
+  'tool_call_id': (string);
 }

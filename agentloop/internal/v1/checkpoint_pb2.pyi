@@ -6,9 +6,14 @@ gateway writes one CheckpointRecord per node transition (next to the new
 messages it appended) and rebuilds a run from the newest record plus the
 thread's messages. Protobuf keeps old rows readable when fields are added:
 a field missing from an old row takes its default.
+
+Private to the gateway: outside the public buf module and the client stubs,
+generated into the agentloop.internal.v1 Python package only. Rows written
+when this message lived in package agentloop.v1 read unchanged: the proto3
+binary encoding carries field numbers and wire types, never package or
+message names, and every field number below is the one those rows used.
 """
 
-from agentloop.v1 import agent_pb2 as _agent_pb2
 from agentloop.v1 import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -120,7 +125,7 @@ class CheckpointRecord(_message.Message):
         """Tools called so far in this run, first-use order."""
 
     @_builtins.property
-    def error(self) -> _agent_pb2.RunError:
+    def error(self) -> Global___StoredError:
         """Set when the run failed."""
 
     @_builtins.property
@@ -143,7 +148,7 @@ class CheckpointRecord(_message.Message):
         message_count: _builtins.int = ...,
         tools_used: _abc.Iterable[_builtins.str] | None = ...,
         tool_calls: _builtins.int = ...,
-        error: _agent_pb2.RunError | None = ...,
+        error: Global___StoredError | None = ...,
         last_sequence: _builtins.int = ...,
         suggested_next_step: _builtins.str = ...,
         hint: _builtins.str = ...,
@@ -161,3 +166,36 @@ class CheckpointRecord(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CheckpointRecord: _TypeAlias = CheckpointRecord  # noqa: Y015
+
+@_typing.final
+class StoredError(_message.Message):
+    """Why a run failed, as stored. Field numbers are those of the public RunError
+    when rows first stored it, so old rows read unchanged; the public event
+    carries the code as google.rpc.Code.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    NODE_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """gRPC status code name, for example "UNAVAILABLE"."""
+    message: _builtins.str
+    """What failed, written for a person."""
+    node: _builtins.str
+    """The node that was running."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        message: _builtins.str = ...,
+        node: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "node", b"node"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredError: _TypeAlias = StoredError  # noqa: Y015

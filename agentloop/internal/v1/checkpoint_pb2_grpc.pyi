@@ -6,6 +6,12 @@ gateway writes one CheckpointRecord per node transition (next to the new
 messages it appended) and rebuilds a run from the newest record plus the
 thread's messages. Protobuf keeps old rows readable when fields are added:
 a field missing from an old row takes its default.
+
+Private to the gateway: outside the public buf module and the client stubs,
+generated into the agentloop.internal.v1 Python package only. Rows written
+when this message lived in package agentloop.v1 read unchanged: the proto3
+binary encoding carries field numbers and wire types, never package or
+message names, and every field number below is the one those rows used.
 """
 
 from collections import abc as _abc
