@@ -8,32 +8,20 @@ calls in the thread, the result history from the recorded results. Writing
 and reading live side by side here so that a field added to one cannot be
 forgotten in the other; the round-trip property test holds them together.
 
-Approvals are typed (`ApprovalDecision`) in memory and serialized only at the
-record's boundary. Recalled memories ride in two fields the record's schema
-does not declare yet (numbers `RECALLED_FIELD` and `RECALL_DONE_FIELD`):
-protobuf keeps unknown fields through parse and serialize, so they are stored
-and read back today and stay readable once the schema declares them with the
-same numbers (`repeated string` and `bool`).
+Approvals are typed (`ApprovalDecision`) in memory and in the record. The
+memories recalled for the run are stored with it, so a resumed run answers
+with the same facts instead of looking them up again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from google.protobuf.unknown_fields import UnknownFieldSet
-
 from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
 from gateway.events import stop_reason_value
 from gateway.state import STOP_PAUSED, RunConfig, RunState
-
-RECALLED_FIELD = 40
-"""CheckpointRecord field number of the recalled memories (repeated string)."""
-RECALL_DONE_FIELD = 41
-"""CheckpointRecord field number of "memory was looked up" (bool; absent: not yet)."""
-_LENGTH_DELIMITED = 2
-_VARINT = 0
 
 
 def initial_state(
@@ -68,7 +56,7 @@ def to_record(
         structured_output_json=state.structured_output_json,
         run_message_start=state.run_message_start - 1,
         awaiting_approval=state.awaiting_approval,
-        approvals=encode_approvals(state.approvals),
+        approvals=state.approvals,
         calibration_prompt_tokens=state.calibration.prompt_tokens,
         calibration_estimate_tokens=state.calibration.estimate_tokens,
     )
@@ -77,7 +65,9 @@ def to_record(
         record.error.code = code
         record.error.message = message
         record.error.node = failed_node
-    _put_recalled(record, state.recalled)
+    if state.recalled is not None:
+        record.memory_recalled = True
+        record.recalled_memories.extend(state.recalled)
     return record
 
 
@@ -106,10 +96,10 @@ def restore(
     state.awaiting_approval = record.awaiting_approval and not decisions
     if decisions and state.stop_reason == STOP_PAUSED:
         state.stop_reason = ""
-    state.approvals = {**decode_approvals(record.approvals), **(decisions or {})}
+    state.approvals = {**record.approvals, **(decisions or {})}
     state.calibration = Calibration(record.calibration_prompt_tokens, record.calibration_estimate_tokens)
     state.error = (record.error.code, record.error.message, record.error.node) if record.error.code else None
-    state.recalled = _recalled_of(record)
+    state.recalled = list(record.recalled_memories) if record.memory_recalled else None
     state.tool_call_history, state.tool_result_history = _histories(state, record.tool_calls, recorded)
 
 
@@ -135,16 +125,6 @@ def _histories(
     return calls[:count], results
 
 
-def encode_approvals(decisions: Mapping[str, agent_pb2.ApprovalDecision]) -> dict[str, bytes]:
-    """Approval decisions in the record's storage form (serialized, by call id)."""
-    return {call_id: decision.SerializeToString() for call_id, decision in decisions.items()}
-
-
-def decode_approvals(stored: Mapping[str, bytes]) -> dict[str, agent_pb2.ApprovalDecision]:
-    """Approval decisions from the record's storage form."""
-    return {call_id: agent_pb2.ApprovalDecision.FromString(raw) for call_id, raw in stored.items()}
-
-
 def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2.RunMetadata:
     """seed 000's finalize metadata, of a live run or of a stored checkpoint (the same figures)."""
     if isinstance(source, checkpoint_pb2.CheckpointRecord):
@@ -159,34 +139,3 @@ def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2
         usage=source.usage,
         tool_calls=tool_calls,
     )
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _put_recalled(record: checkpoint_pb2.CheckpointRecord, recalled: list[str] | None) -> None:
-    if recalled is None:
-        return
-    encoded = bytearray(_varint(RECALL_DONE_FIELD << 3 | _VARINT) + _varint(1))
-    for fact in recalled:
-        data = fact.encode()
-        encoded += _varint(RECALLED_FIELD << 3 | _LENGTH_DELIMITED) + _varint(len(data)) + data
-    record.MergeFromString(bytes(encoded))
-
-
-def _recalled_of(record: checkpoint_pb2.CheckpointRecord) -> list[str] | None:
-    facts: list[str] = []
-    done = False
-    unknown = UnknownFieldSet(record)
-    for entry in (unknown[i] for i in range(len(unknown))):
-        if entry.field_number == RECALLED_FIELD and entry.wire_type == _LENGTH_DELIMITED:
-            facts.append(bytes(entry.data).decode())
-        elif entry.field_number == RECALL_DONE_FIELD and entry.wire_type == _VARINT:
-            done = bool(entry.data)
-    return facts if done else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from google.protobuf import duration_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,12 @@ from gateway.validation import resolved_options, run_config
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
 NAMES = st.sampled_from(["search", "fetch", "calc", "write"])
 COUNT = st.integers(min_value=0, max_value=10_000)
+
+
+# Stop reasons are a closed set on the wire (agentloop.v1.StopReason); "" is "not stopped".
+STOP_REASONS = st.sampled_from(
+    ["", *(name.removeprefix("STOP_REASON_").lower() for name in agent_pb2.StopReason.keys()[1:])]
+)
 
 
 @st.composite
@@ -94,7 +101,7 @@ def run_states(draw: st.DrawFn) -> tuple[RunState, dict[str, common_pb2.ToolResu
     state.usage = common_pb2.Usage(
         prompt_tokens=draw(COUNT), completion_tokens=draw(COUNT), total_tokens=draw(COUNT)
     )
-    state.stop, state.stop_reason, state.final_reply = draw(st.booleans()), draw(TEXT), draw(TEXT)
+    state.stop, state.stop_reason, state.final_reply = draw(st.booleans()), draw(STOP_REASONS), draw(TEXT)
     if draw(st.booleans()):
         state.error = (draw(st.sampled_from(["INTERNAL", "UNAVAILABLE"])), draw(TEXT), draw(TEXT))
     state.suggested_next_step, state.hint, state.structured_output_json = draw(TEXT), draw(TEXT), draw(TEXT)
@@ -134,7 +141,7 @@ OPTIONS = st.builds(
     stream_mode=st.sampled_from(list(agent_pb2.StreamMode.values())),
     model=TEXT.filter(bool) | st.just(""),
     tools=st.lists(NAMES, max_size=2),
-    tool_timeout_seconds=st.floats(0, 3600),
+    tool_timeout=st.builds(duration_pb2.Duration, seconds=st.integers(0, 3600)),
     loop_detection=LOOP,
     serial_tools=st.booleans(),
     require_approval=st.lists(NAMES, max_size=2),

@@ -103,7 +103,7 @@ async def test_screen_checks_final_answer_and_passes_the_rest_on(new_run: NewRun
     # Both answers were persisted before they were announced.
     assert set(await h.store.tool_results(h.state.run_id)) == {"f1", "f2"}
     decisions = [e.decision.kind for e in h.pending() if e.WhichOneof("event") == "decision"]
-    assert decisions == ["structured_output_invalid"]
+    assert decisions == [agent_pb2.DECISION_KIND_STRUCTURED_OUTPUT_INVALID]
 
 
 async def test_run_batch_persists_and_announces_every_result(new_run: NewRun) -> None:

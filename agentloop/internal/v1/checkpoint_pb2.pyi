@@ -14,6 +14,7 @@ binary encoding carries field numbers and wire types, never package or
 message names, and every field number below is the one those rows used.
 """
 
+from agentloop.v1 import agent_pb2 as _agent_pb2
 from agentloop.v1 import common_pb2 as _common_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -45,14 +46,15 @@ class CheckpointRecord(_message.Message):
         KEY_FIELD_NUMBER: _builtins.int
         VALUE_FIELD_NUMBER: _builtins.int
         key: _builtins.str
-        value: _builtins.bytes
+        @_builtins.property
+        def value(self) -> _agent_pb2.ApprovalDecision: ...
         def __init__(
             self,
             *,
             key: _builtins.str = ...,
-            value: _builtins.bytes = ...,
+            value: _agent_pb2.ApprovalDecision | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
         def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
         _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
@@ -79,6 +81,8 @@ class CheckpointRecord(_message.Message):
     APPROVALS_FIELD_NUMBER: _builtins.int
     CALIBRATION_PROMPT_TOKENS_FIELD_NUMBER: _builtins.int
     CALIBRATION_ESTIMATE_TOKENS_FIELD_NUMBER: _builtins.int
+    RECALLED_MEMORIES_FIELD_NUMBER: _builtins.int
+    MEMORY_RECALLED_FIELD_NUMBER: _builtins.int
     node: _builtins.str
     """The node that had just finished."""
     next_node: _builtins.str
@@ -116,6 +120,10 @@ class CheckpointRecord(_message.Message):
     """
     calibration_estimate_tokens: _builtins.int
     """The gateway's own estimate of that same prompt."""
+    memory_recalled: _builtins.bool
+    """Whether memory was looked up for this run (recalled_memories may be
+    empty after a lookup that found nothing).
+    """
     @_builtins.property
     def usage(self) -> _common_pb2.Usage:
         """Token usage so far."""
@@ -129,9 +137,16 @@ class CheckpointRecord(_message.Message):
         """Set when the run failed."""
 
     @_builtins.property
-    def approvals(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
-        """Decisions received for pending calls, by tool_call_id (serialized
-        agentloop.v1.ApprovalDecision), consumed by the next tools node.
+    def approvals(self) -> _containers.MessageMap[_builtins.str, _agent_pb2.ApprovalDecision]:
+        """Decisions received for pending calls, by tool_call_id, consumed by the
+        next tools node. (Declared as map<string, bytes> before; a serialized
+        message is stored exactly like bytes, so older records read the same.)
+        """
+
+    @_builtins.property
+    def recalled_memories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Facts recalled from the user's long-term memory for this run, so a
+        resumed run answers with the same memories.
         """
 
     def __init__(
@@ -155,13 +170,15 @@ class CheckpointRecord(_message.Message):
         structured_output_json: _builtins.str = ...,
         run_message_start: _builtins.int = ...,
         awaiting_approval: _builtins.bool = ...,
-        approvals: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
+        approvals: _abc.Mapping[_builtins.str, _agent_pb2.ApprovalDecision] | None = ...,
         calibration_prompt_tokens: _builtins.int = ...,
         calibration_estimate_tokens: _builtins.int = ...,
+        recalled_memories: _abc.Iterable[_builtins.str] | None = ...,
+        memory_recalled: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "calibration_estimate_tokens", b"calibration_estimate_tokens", "calibration_prompt_tokens", b"calibration_prompt_tokens", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "calibration_estimate_tokens", b"calibration_estimate_tokens", "calibration_prompt_tokens", b"calibration_prompt_tokens", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "memory_recalled", b"memory_recalled", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "recalled_memories", b"recalled_memories", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
