@@ -113,7 +113,7 @@ class ScriptedModelServer:
         self.prompt_sizes: list[int] = []
         """The prompt size (``usage.prompt_tokens``) of every answered request, in order; always kept."""
         self.first_token_at: list[float] = []
-        """``time.perf_counter()`` just after each streamed answer's first token was written; always kept."""
+        """``time.perf_counter()`` as each streamed answer's first token goes to the socket; always kept."""
         self.streams_finished = 0
         """Streamed answers written to their end: with ``first_token_at``, how far the model has got."""
         self._record = record_requests
@@ -277,14 +277,14 @@ class ScriptedModelServer:
                 for i, token in enumerate(events.tokens):
                     if delay:
                         await asyncio.sleep(delay)
-                    await response.write(token)
                     if i == 0:
                         self.first_token_at.append(time.perf_counter())
+                    await response.write(token)
                     delay = latency.per_token_ms / 1000
                 await response.write(events.tail)
             else:
-                await response.write(events.joined())
                 self.first_token_at.append(time.perf_counter())
+                await response.write(events.joined())
             await response.write_eof()
             self.streams_finished += 1
         except ConnectionResetError:
