@@ -39,6 +39,8 @@ __all__ = [
     "wants_reply_text",
 ]
 
+PLANNING_TEXT = "planning_text"
+"""Decision kind: streamed text of a step that then called tools (not the answer)."""
 _TOOL_CHOICE_NONE = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_NONE)
 _TOOL_CHOICE_REQUIRED = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_REQUIRED)
 _TOOL_CHOICE_FINISH = common_pb2.ToolChoice(function_name=FINAL_ANSWER_TOOL)
@@ -157,27 +159,44 @@ async def _params(state: RunState, ctx: RunContext, with_tools: bool) -> reasone
 
 async def _stream(
     state: RunState, ctx: RunContext, params: reasoner_pb2.CompletionParams
-) -> reasoner_pb2.StepResult:
-    """A streamed model call whose tokens become llm_token events as they arrive."""
+) -> tuple[reasoner_pb2.StepResult, tuple[int, int] | None]:
+    """A streamed model call whose tokens become llm_token events as they arrive.
+
+    Also returns the first and last event number of the step's text tokens
+    (None: it wrote no text), so text that turns out to precede tool calls
+    can be marked once the step has ended.
+    """
     result = reasoner_pb2.StepResult()
     step = state.current_step
+    sink = ctx.sink
+    first = last = 0
     async for event in ctx.reasoner.stream_step(params, ctx.timeout()):
         kind = event.WhichOneof("event")
         if kind == "token":
-            ctx.sink.token(step, token=event.token)
+            sink.token(step, token=event.token)
+            last = sink.sequence
+            first = first or last
         elif kind == "reasoning_token":
-            ctx.sink.token(step, reasoning_token=event.reasoning_token)
+            sink.token(step, reasoning_token=event.reasoning_token)
         elif kind == "result":
             result = event.result
-    return result
+    return result, ((first, last) if first else None)
 
 
 async def _call(
     state: RunState, ctx: RunContext, params: reasoner_pb2.CompletionParams, stream: bool
 ) -> reasoner_pb2.StepResult:
-    """One model call, post-reasoning hooks applied, every tool call with a usable, unique id."""
-    work = _stream(state, ctx, params) if stream else ctx.reasoner.step(params, ctx.timeout())
-    result = await ctx.unless_cancelled(work)
+    """One model call, post-reasoning hooks applied, every tool call with a usable, unique id.
+
+    A streamed step's text reaches the client before anyone knows whether the
+    step is the answer; when it ends calling tools, a `planning_text` decision
+    (before any tool event) names the token events that were planning, not answer.
+    """
+    streamed: tuple[int, int] | None = None
+    if stream:
+        result, streamed = await ctx.unless_cancelled(_stream(state, ctx, params))
+    else:
+        result = await ctx.unless_cancelled(ctx.reasoner.step(params, ctx.timeout()))
     if state.config.hooks:
         message, changed = await call_hooks(
             state.config.hooks, "post_reasoning", hook_context(state), result.message
@@ -186,7 +205,21 @@ async def _call(
             ctx.sink.decision("hook", f"{name} changed the model's message")
         result.message.CopyFrom(message)
     make_call_ids_unique(result.message, state.messages)
+    if streamed is not None and _plans(result.message, state.current_step < state.max_steps):
+        first, last = streamed
+        step = state.current_step
+        detail = f"llm_token events {first}-{last} (step {step}): text before tool calls"
+        ctx.sink.decision(PLANNING_TEXT, detail)
     return result
+
+
+def _plans(message: common_pb2.Message, tools_run: bool) -> bool:
+    """Whether a step's text came before tool calls that will run (not the answer).
+
+    At the step limit no tool runs (the text is the answer), and the finish
+    tool of a structured-output run is the answer, not a plan.
+    """
+    return tools_run and any(c.name != FINAL_ANSWER_TOOL for c in message.tool_calls)
 
 
 def _answer(result: reasoner_pb2.StepResult) -> common_pb2.Message:
@@ -195,16 +228,6 @@ def _answer(result: reasoner_pb2.StepResult) -> common_pb2.Message:
     msg.CopyFrom(result.message)
     del msg.tool_calls[:]
     return msg
-
-
-def _sum_usage(*usages: common_pb2.Usage) -> common_pb2.Usage:
-    total = common_pb2.Usage()
-    for u in usages:
-        total.prompt_tokens += u.prompt_tokens
-        total.completion_tokens += u.completion_tokens
-        total.total_tokens += u.total_tokens
-        total.reasoning_tokens += u.reasoning_tokens
-    return total
 
 
 async def agent(state: RunState, ctx: RunContext) -> Update:
@@ -287,8 +310,22 @@ def wants_reply_text(state: RunState) -> bool:
     return answering is not None and not answering.content.strip()
 
 
+def _streams(mode: int, structured: bool) -> bool:
+    """Whether a step's model call streams its tokens.
+
+    Whether a step is the final answer is known only when it ends, so
+    FINAL_ONLY streams every step (planning text is marked afterwards, see
+    `_call`) instead of generating the answer a second time. Its one
+    exception: with an output schema the answer is the finish tool's
+    arguments, not text, so those steps stream only in ALL_STEPS.
+    """
+    if mode == agent_pb2.STREAM_MODE_ALL_STEPS:
+        return True
+    return mode == agent_pb2.STREAM_MODE_FINAL_ONLY and not structured
+
+
 async def _model_step(state: RunState, ctx: RunContext) -> Update:
-    """ONE model call, or two when the answer is regenerated for streaming (seed 002).
+    """ONE model call; whether it streams follows the run's stream mode (see `_streams`).
 
     At the step limit the model is called without tools (or, for structured
     output, made to call the finish tool) to answer from what it has
@@ -302,9 +339,7 @@ async def _model_step(state: RunState, ctx: RunContext) -> Update:
     try:
         if state.current_step >= state.max_steps:
             params = await _params(state, ctx, with_tools=False)
-            result = await _call(
-                state, ctx, params, stream=mode != agent_pb2.STREAM_MODE_NONE and not structured
-            )
+            result = await _call(state, ctx, params, stream=_streams(mode, structured))
             if structured and result.message.tool_calls:
                 only_finish = [c for c in result.message.tool_calls if c.name == FINAL_ANSWER_TOOL][:1]
                 del result.message.tool_calls[:]
@@ -334,21 +369,11 @@ async def _model_step(state: RunState, ctx: RunContext) -> Update:
                 suggested_next_step=clear,
             )
         params = await _params(state, ctx, with_tools=True)
-        result = await _call(state, ctx, params, stream=mode == agent_pb2.STREAM_MODE_ALL_STEPS)
-        if result.message.tool_calls or mode != agent_pb2.STREAM_MODE_FINAL_ONLY or structured:
-            return Update(
-                messages=[result.message],
-                llm_calls=1,
-                usage=result.usage,
-                hint=clear,
-                suggested_next_step=clear,
-            )
-        # The planning call answered: generate the answer again, streamed, tools disabled.
-        final = await _call(state, ctx, await _params(state, ctx, with_tools=False), stream=True)
+        result = await _call(state, ctx, params, stream=_streams(mode, structured))
         return Update(
-            messages=[_answer(final)],
-            llm_calls=2,
-            usage=_sum_usage(result.usage, final.usage),
+            messages=[result.message],
+            llm_calls=1,
+            usage=result.usage,
             hint=clear,
             suggested_next_step=clear,
         )

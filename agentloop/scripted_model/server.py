@@ -112,6 +112,10 @@ class ScriptedModelServer:
         self.requests: list[dict[str, Any]] = []
         self.prompt_sizes: list[int] = []
         """The prompt size (``usage.prompt_tokens``) of every answered request, in order; always kept."""
+        self.first_token_at: list[float] = []
+        """``time.perf_counter()`` as each streamed answer's first token goes to the socket; always kept."""
+        self.streams_finished = 0
+        """Streamed answers written to their end: with ``first_token_at``, how far the model has got."""
         self._record = record_requests
         self._authorization = f"Bearer {api_key}" if api_key else None
         self._script = Script()
@@ -270,15 +274,19 @@ class ScriptedModelServer:
             if latency.first_token_ms or latency.per_token_ms:
                 await response.write(events.head)
                 delay = latency.first_token_ms / 1000
-                for token in events.tokens:
+                for i, token in enumerate(events.tokens):
                     if delay:
                         await asyncio.sleep(delay)
+                    if i == 0:
+                        self.first_token_at.append(time.perf_counter())
                     await response.write(token)
                     delay = latency.per_token_ms / 1000
                 await response.write(events.tail)
             else:
+                self.first_token_at.append(time.perf_counter())
                 await response.write(events.joined())
             await response.write_eof()
+            self.streams_finished += 1
         except ConnectionResetError:
             pass  # the client hung up mid-stream; aiohttp closes the connection quietly
         return response

@@ -244,13 +244,17 @@ class _StreamModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StreamMode
     STREAM_MODE_UNSPECIFIED: _StreamMode.ValueType  # 0
     """Not set: the same as STREAM_MODE_FINAL_ONLY."""
     STREAM_MODE_FINAL_ONLY: _StreamMode.ValueType  # 1
-    """Planning steps are non-streaming so the model can call tools round after
-    round; once a step returns no tool calls, the final answer is generated
-    again with tools disabled and streamed token by token.
+    """Every step is streamed, since whether a step is the answer is known only
+    when it ends: the answer's tokens reach the client as the model writes
+    them and no step is generated twice (one model call per step). Text a
+    step wrote before calling tools is followed, before its tool events, by a
+    Decision of kind "planning_text" naming the range of llm_token sequence
+    numbers that were planning, so a client can hide or relabel it. With an
+    output schema, only the reply-text call streams.
     """
     STREAM_MODE_ALL_STEPS: _StreamMode.ValueType  # 2
-    """Every step is streamed; tokens of planning steps reach the client too,
-    and the answering step is not repeated.
+    """Every step is streamed, structured-output steps too; planning text is
+    marked the same way.
     """
     STREAM_MODE_NONE: _StreamMode.ValueType  # 3
     """No step is streamed; the answer arrives whole in the final event."""
@@ -261,13 +265,17 @@ class StreamMode(_StreamMode, metaclass=_StreamModeEnumTypeWrapper):
 STREAM_MODE_UNSPECIFIED: StreamMode.ValueType  # 0
 """Not set: the same as STREAM_MODE_FINAL_ONLY."""
 STREAM_MODE_FINAL_ONLY: StreamMode.ValueType  # 1
-"""Planning steps are non-streaming so the model can call tools round after
-round; once a step returns no tool calls, the final answer is generated
-again with tools disabled and streamed token by token.
+"""Every step is streamed, since whether a step is the answer is known only
+when it ends: the answer's tokens reach the client as the model writes
+them and no step is generated twice (one model call per step). Text a
+step wrote before calling tools is followed, before its tool events, by a
+Decision of kind "planning_text" naming the range of llm_token sequence
+numbers that were planning, so a client can hide or relabel it. With an
+output schema, only the reply-text call streams.
 """
 STREAM_MODE_ALL_STEPS: StreamMode.ValueType  # 2
-"""Every step is streamed; tokens of planning steps reach the client too,
-and the answering step is not repeated.
+"""Every step is streamed, structured-output steps too; planning text is
+marked the same way.
 """
 STREAM_MODE_NONE: StreamMode.ValueType  # 3
 """No step is streamed; the answer arrives whole in the final event."""

@@ -122,8 +122,8 @@ class AgentServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Invoke(self, request, context):
-        """Runs the loop to the end and returns only the outcome. Nothing streams,
-        so the final answer is never generated twice (stream_mode is ignored).
+        """Runs the loop to the end and returns only the outcome. Nothing streams
+        (stream_mode is ignored).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -52,8 +52,8 @@ class AgentStub:
     with Watch.
     """
     Invoke: _grpc.UnaryUnaryMultiCallable[_agent_pb2.InvokeRequest, _agent_pb2.InvokeResponse]
-    """Runs the loop to the end and returns only the outcome. Nothing streams,
-    so the final answer is never generated twice (stream_mode is ignored).
+    """Runs the loop to the end and returns only the outcome. Nothing streams
+    (stream_mode is ignored).
     """
     GetThread: _grpc.UnaryUnaryMultiCallable[_agent_pb2.GetThreadRequest, _agent_pb2.GetThreadResponse]
     """Reads a thread: its conversation, a page at a time, and the state of its
@@ -124,8 +124,8 @@ class AgentAsyncStub(AgentStub):
     with Watch.
     """
     Invoke: _aio.UnaryUnaryMultiCallable[_agent_pb2.InvokeRequest, _agent_pb2.InvokeResponse]  # type: ignore[assignment]
-    """Runs the loop to the end and returns only the outcome. Nothing streams,
-    so the final answer is never generated twice (stream_mode is ignored).
+    """Runs the loop to the end and returns only the outcome. Nothing streams
+    (stream_mode is ignored).
     """
     GetThread: _aio.UnaryUnaryMultiCallable[_agent_pb2.GetThreadRequest, _agent_pb2.GetThreadResponse]  # type: ignore[assignment]
     """Reads a thread: its conversation, a page at a time, and the state of its
@@ -205,8 +205,8 @@ class AgentServicer(metaclass=_abc_1.ABCMeta):
         request: _agent_pb2.InvokeRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.InvokeResponse, _abc.Awaitable[_agent_pb2.InvokeResponse]]:
-        """Runs the loop to the end and returns only the outcome. Nothing streams,
-        so the final answer is never generated twice (stream_mode is ignored).
+        """Runs the loop to the end and returns only the outcome. Nothing streams
+        (stream_mode is ignored).
         """
 
     @_abc_1.abstractmethod

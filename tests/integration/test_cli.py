@@ -36,6 +36,7 @@ def test_demo_streams_an_answer_that_used_two_tools_in_one_step(tmp_path: Path) 
     assert summary["steps_taken"] == 1
     assert sorted(summary["tools_used"]) == ["calculator", "current_time"]
     assert summary["stop_reason"] == "completed"
+    assert summary["llm_calls"] == 2  # one per step, the streamed answer included: nothing generated twice
 
 
 async def test_ask_renders_tools_and_the_streamed_answer(capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,7 +87,7 @@ async def test_multi_step_run_with_parallel_tool_calls(stack_and_probe: tuple[St
     md = final.metadata
     assert (md.steps_taken, md.stop_reason, md.tool_calls) == (2, agent_pb2.STOP_REASON_COMPLETED, 3)
     assert list(md.tools_used) == ["meet", "calculator"]
-    assert md.llm_calls == 4  # three planning calls + the streamed final answer
+    assert md.llm_calls == 3  # one call per step, the answering one included: nothing generated twice
     assert md.usage.total_tokens > 0
 
     # Events: gap-free sequence, one run/thread id, nodes in graph order.
@@ -100,10 +100,12 @@ async def test_multi_step_run_with_parallel_tool_calls(stack_and_probe: tuple[St
     first_end = ks.index("tool_end")
     assert ks[:first_end].count("tool_start") == 2  # both started before either finished
 
-    # Only the final answer streams, and the streamed tokens are the reply.
+    # Every step streams; the planning steps wrote no text, so the text tokens are the reply.
     tokens = [e.llm_token for e in events if e.WhichOneof("event") == "llm_token"]
     assert "".join(t.token for t in tokens) == final.final_reply
-    assert all(t.step == 2 for t in tokens)
+    assert {t.step for t in tokens if t.token} == {2}
+    assert "".join(t.reasoning_token for t in tokens if t.step == 0) == "Both at once."
+    assert "decision" not in kinds(events)  # no text came before tool calls: nothing to mark
 
     # The transcript: every tool call has exactly one result, in call order.
     msgs = list(final.run_messages)
@@ -203,11 +205,14 @@ async def test_stream_none_sends_no_tokens(stack: Stack) -> None:
     assert final_of(events).metadata.llm_calls == 1
 
 
-async def test_final_only_streams_reasoning_of_the_answer(stack: Stack) -> None:
+async def test_final_only_streams_the_answer_from_its_one_call(stack: Stack) -> None:
     events = await stack.run("hello")
     final = final_of(events)
-    assert final.metadata.llm_calls == 2
-    assert [r.get("stream", False) for r in stack.model.requests] == [False, True]
+    assert final.metadata.llm_calls == 1
+    assert [r.get("stream", False) for r in stack.model.requests] == [True]
+    assert "".join(e.llm_token.reasoning_token for e in events if e.WhichOneof("event") == "llm_token") == (
+        "Greeting."
+    )
     assert (
         "".join(e.llm_token.token for e in events if e.WhichOneof("event") == "llm_token")
         == final.final_reply
@@ -244,7 +249,7 @@ async def test_run_restricted_to_named_tools(stack: Stack) -> None:
 async def test_reasoning_models_usage_is_summed(stack: Stack) -> None:
     final = final_of(await stack.run("hello"))
     per_call = [r for r in stack.model.requests]
-    assert len(per_call) == 2
+    assert len(per_call) == 1
     assert final.metadata.usage.prompt_tokens > 0
     assert final.metadata.usage.total_tokens == (
         final.metadata.usage.prompt_tokens + final.metadata.usage.completion_tokens

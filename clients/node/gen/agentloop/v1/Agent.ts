@@ -113,16 +113,16 @@ export interface AgentClient extends grpc.Client {
   getThread(argument: _agentloop_v1_GetThreadRequest, callback: grpc.requestCallback<_agentloop_v1_GetThreadResponse__Output>): grpc.ClientUnaryCall;
   
   /**
-   * Runs the loop to the end and returns only the outcome. Nothing streams,
-   * so the final answer is never generated twice (stream_mode is ignored).
+   * Runs the loop to the end and returns only the outcome. Nothing streams
+   * (stream_mode is ignored).
    */
   Invoke(argument: _agentloop_v1_InvokeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
   Invoke(argument: _agentloop_v1_InvokeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
   Invoke(argument: _agentloop_v1_InvokeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
   Invoke(argument: _agentloop_v1_InvokeRequest, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * Runs the loop to the end and returns only the outcome. Nothing streams,
-   * so the final answer is never generated twice (stream_mode is ignored).
+   * Runs the loop to the end and returns only the outcome. Nothing streams
+   * (stream_mode is ignored).
    */
   invoke(argument: _agentloop_v1_InvokeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
   invoke(argument: _agentloop_v1_InvokeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_InvokeResponse__Output>): grpc.ClientUnaryCall;
@@ -295,8 +295,8 @@ export interface AgentHandlers extends grpc.UntypedServiceImplementation {
   GetThread: grpc.handleUnaryCall<_agentloop_v1_GetThreadRequest__Output, _agentloop_v1_GetThreadResponse>;
   
   /**
-   * Runs the loop to the end and returns only the outcome. Nothing streams,
-   * so the final answer is never generated twice (stream_mode is ignored).
+   * Runs the loop to the end and returns only the outcome. Nothing streams
+   * (stream_mode is ignored).
    */
   Invoke: grpc.handleUnaryCall<_agentloop_v1_InvokeRequest__Output, _agentloop_v1_InvokeResponse>;
   

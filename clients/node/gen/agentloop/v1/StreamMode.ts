@@ -9,14 +9,18 @@ export const StreamMode = {
    */
   STREAM_MODE_UNSPECIFIED: 'STREAM_MODE_UNSPECIFIED',
   /**
-   * Planning steps are non-streaming so the model can call tools round after
-   * round; once a step returns no tool calls, the final answer is generated
-   * again with tools disabled and streamed token by token.
+   * Every step is streamed, since whether a step is the answer is known only
+   * when it ends: the answer's tokens reach the client as the model writes
+   * them and no step is generated twice (one model call per step). Text a
+   * step wrote before calling tools is followed, before its tool events, by a
+   * Decision of kind "planning_text" naming the range of llm_token sequence
+   * numbers that were planning, so a client can hide or relabel it. With an
+   * output schema, only the reply-text call streams.
    */
   STREAM_MODE_FINAL_ONLY: 'STREAM_MODE_FINAL_ONLY',
   /**
-   * Every step is streamed; tokens of planning steps reach the client too,
-   * and the answering step is not repeated.
+   * Every step is streamed, structured-output steps too; planning text is
+   * marked the same way.
    */
   STREAM_MODE_ALL_STEPS: 'STREAM_MODE_ALL_STEPS',
   /**
@@ -35,15 +39,19 @@ export type StreamMode =
   | 'STREAM_MODE_UNSPECIFIED'
   | 0
   /**
-   * Planning steps are non-streaming so the model can call tools round after
-   * round; once a step returns no tool calls, the final answer is generated
-   * again with tools disabled and streamed token by token.
+   * Every step is streamed, since whether a step is the answer is known only
+   * when it ends: the answer's tokens reach the client as the model writes
+   * them and no step is generated twice (one model call per step). Text a
+   * step wrote before calling tools is followed, before its tool events, by a
+   * Decision of kind "planning_text" naming the range of llm_token sequence
+   * numbers that were planning, so a client can hide or relabel it. With an
+   * output schema, only the reply-text call streams.
    */
   | 'STREAM_MODE_FINAL_ONLY'
   | 1
   /**
-   * Every step is streamed; tokens of planning steps reach the client too,
-   * and the answering step is not repeated.
+   * Every step is streamed, structured-output steps too; planning text is
+   * marked the same way.
    */
   | 'STREAM_MODE_ALL_STEPS'
   | 2
