@@ -73,7 +73,7 @@ def _text_tokens(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
 def _planning_ranges(events: list[agent_pb2.RunEvent]) -> list[tuple[int, int]]:
     ranges = []
     for e in events:
-        if e.WhichOneof("event") == "decision" and e.decision.kind == "planning_text":
+        if e.WhichOneof("event") == "decision" and e.decision.kind == agent_pb2.DECISION_KIND_PLANNING_TEXT:
             match = re.search(r"llm_token events (\d+)-(\d+)", e.decision.detail)
             assert match, e.decision.detail
             ranges.append((int(match.group(1)), int(match.group(2))))
@@ -158,7 +158,7 @@ async def test_text_before_tool_calls_is_marked_as_planning(stack: Stack, mode: 
 
     # Order: the step's text, then the mark, then its tool events.
     ks = kinds(events)
-    at = next(i for i, e in enumerate(events) if e.decision.kind == "planning_text")
+    at = next(i for i, e in enumerate(events) if e.decision.kind == agent_pb2.DECISION_KIND_PLANNING_TEXT)
     assert events[at - 1].sequence == high
     assert ks.index("tool_start") > at
 
