@@ -18,7 +18,7 @@ Events and results are the dataclasses of agentloop.client.events; errors are Cl
 """
 
 from agentloop.client.aio import AgentClient
-from agentloop.client.errors import ClientError, Unsupported
+from agentloop.client.errors import ClientError
 from agentloop.client.events import (
     Checkpoint,
     Decision,
@@ -33,8 +33,8 @@ from agentloop.client.events import (
     PendingCall,
     RunInfo,
     RunResult,
-    RunSummary,
     Thread,
+    ThreadSummary,
     Token,
     ToolDecision,
     ToolFinished,
@@ -64,14 +64,13 @@ __all__ = [
     "PendingCall",
     "RunInfo",
     "RunResult",
-    "RunSummary",
     "Thread",
+    "ThreadSummary",
     "Token",
     "ToolDecision",
     "ToolFinished",
     "ToolResult",
     "ToolStarted",
-    "Unsupported",
     "Usage",
     "approve",
     "edit",

@@ -70,15 +70,19 @@ def run_options(
 
 
 def run_request(
-    text: str, thread_id: str, user_id: str, options: agent_pb2.RunOptions
+    text: str, thread_id: str, user_id: str, options: agent_pb2.RunOptions, request_id: str
 ) -> agent_pb2.RunRequest:
-    return agent_pb2.RunRequest(input=text, thread_id=thread_id, user_id=user_id, options=options)
+    return agent_pb2.RunRequest(
+        input=text, thread_id=thread_id, user_id=user_id, options=options, request_id=request_id
+    )
 
 
 def invoke_request(
-    text: str, thread_id: str, user_id: str, options: agent_pb2.RunOptions
+    text: str, thread_id: str, user_id: str, options: agent_pb2.RunOptions, request_id: str
 ) -> agent_pb2.InvokeRequest:
-    return agent_pb2.InvokeRequest(input=text, thread_id=thread_id, user_id=user_id, options=options)
+    return agent_pb2.InvokeRequest(
+        input=text, thread_id=thread_id, user_id=user_id, options=options, request_id=request_id
+    )
 
 
 def watch_request(run_id: str, user_id: str, after_sequence: int) -> agent_pb2.WatchRequest:
@@ -86,7 +90,7 @@ def watch_request(run_id: str, user_id: str, after_sequence: int) -> agent_pb2.W
 
 
 def resume_request(
-    run_id: str, user_id: str, decisions: Iterable[ev.ToolDecision]
+    run_id: str, user_id: str, decisions: Iterable[ev.ToolDecision], request_id: str
 ) -> agent_pb2.ResumeRequest:
     wire = []
     for decision in decisions:
@@ -100,7 +104,7 @@ def resume_request(
                 arguments_json=decision.arguments_json,
             )
         )
-    return agent_pb2.ResumeRequest(run_id=run_id, user_id=user_id, decisions=wire)
+    return agent_pb2.ResumeRequest(run_id=run_id, user_id=user_id, decisions=wire, request_id=request_id)
 
 
 def cancel_request(run_id: str, user_id: str) -> agent_pb2.CancelRequest:
@@ -257,6 +261,7 @@ def run_info(s: agent_pb2.RunInfo) -> ev.RunInfo:
         checkpoint_id=s.checkpoint_id,
         owner=s.owner,
         created_at=_time(s, "created_at"),
+        request_id=s.request_id,
     )
 
 
@@ -288,6 +293,46 @@ def checkpoints(r: agent_pb2.ListCheckpointsResponse) -> tuple[list[ev.Checkpoin
         for c in r.checkpoints
     ]
     return page, r.next_page_token
+
+
+def threads_request(user_id: str, page_token: str, page_size: int) -> agent_pb2.ListThreadsRequest:
+    return agent_pb2.ListThreadsRequest(user_id=user_id, page_token=page_token, page_size=page_size)
+
+
+def threads(r: agent_pb2.ListThreadsResponse) -> tuple[list[ev.ThreadSummary], str]:
+    """One page of threads (newest first) and the token of the next page ("" on the last)."""
+    page = [
+        ev.ThreadSummary(
+            thread_id=t.thread_id,
+            created_at=_time(t, "created_at"),
+            updated_at=_time(t, "updated_at"),
+            message_count=t.message_count,
+            preview=t.preview,
+            latest_run_id=t.latest_run_id,
+            latest_run_status=run_status(t.latest_run_status) if t.latest_run_status else "",
+        )
+        for t in r.threads
+    ]
+    return page, r.next_page_token
+
+
+def runs_request(thread_id: str, user_id: str, page_token: str, page_size: int) -> agent_pb2.ListRunsRequest:
+    return agent_pb2.ListRunsRequest(
+        thread_id=thread_id, user_id=user_id, page_token=page_token, page_size=page_size
+    )
+
+
+def runs(r: agent_pb2.ListRunsResponse) -> tuple[list[ev.RunInfo], str]:
+    """One page of runs (newest first) and the token of the next page ("" on the last)."""
+    return [run_info(s) for s in r.runs], r.next_page_token
+
+
+def fork_request(
+    thread_id: str, user_id: str, checkpoint_id: str, new_thread_id: str
+) -> agent_pb2.ForkThreadRequest:
+    return agent_pb2.ForkThreadRequest(
+        thread_id=thread_id, user_id=user_id, checkpoint_id=checkpoint_id, new_thread_id=new_thread_id
+    )
 
 
 def memories(r: agent_pb2.ListMemoriesResponse) -> list[ev.Memory]:

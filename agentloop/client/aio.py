@@ -8,9 +8,10 @@
 Every method speaks client values (agentloop.client.events), never generated messages.
 Streams (run, resume, watch) reattach by themselves: when the connection breaks after the
 run's first event, the client calls Watch(run_id, after_sequence=<last seen>) and goes on,
-so no event is lost or repeated. A break before the first event is raised (ClientError):
-the client cannot know whether the gateway started the run until the wire contract gives
-Run a request id that makes a retry idempotent.
+so no event is lost or repeated. Run, Invoke and Resume carry a request id (a fresh one
+per call unless the caller passes one), so a call whose connection breaks before its
+first event (or before Invoke's answer) is sent again with the same id: the gateway
+attaches the retry to the run the first attempt started instead of starting another.
 """
 
 from __future__ import annotations
@@ -18,17 +19,20 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
 from agentloop.client import _convert
 from agentloop.client import events as ev
-from agentloop.client.errors import RETRYABLE, ClientError, Unsupported
+from agentloop.client.errors import RETRYABLE, ClientError
 from agentloop.security import TlsSettings, open_channel
 from agentloop.settings import gateway_addr
 from agentloop.v1 import agent_pb2_grpc
+
+T = TypeVar("T")
 
 OpenStream = Callable[[float | None], Any]
 """Starts a server-streaming call with the given timeout; returns the call (an async iterable)."""
@@ -49,8 +53,8 @@ class AgentClient:
         timeout: deadline in seconds of the short calls (get_thread, cancel, memories, ...).
         run_timeout: deadline of a whole run, resume or watch, reattaches included;
             None waits as long as the run lasts.
-        reattach_attempts: how many times in a row a broken stream is reattached before
-            the error is raised.
+        reattach_attempts: how many times in a row a broken stream is reattached (or a call
+            that broke before its first event is sent again) before the error is raised.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class AgentClient:
         require_approval: Sequence[str] | None = None,
         timeout: float | None = None,
         options: Mapping[str, Any] | None = None,
+        request_id: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         """Start a run and yield its events until Final, Error or Interrupt (the stream then ends).
 
@@ -117,6 +122,8 @@ class AgentClient:
                 validated object arrives as Final.structured_output.
             options: further RunOptions fields by name (serial_tools, disable_memory, ...).
             timeout: deadline of the whole run; default the client's run_timeout.
+            request_id: the run's idempotency key; default a fresh UUID. The same key again
+                (from the same user) attaches to the run it started, from its first event.
 
         Leaving the loop early does not stop the run (it goes on in the gateway; ``watch`` it
         or ``cancel`` it by the run_id of any event it yielded).
@@ -132,7 +139,7 @@ class AgentClient:
             extra=options,
         )
         user = self._user(user_id)
-        request = _convert.run_request(input, thread_id, user, opts)
+        request = _convert.run_request(input, thread_id, user, opts, _request_id(request_id))
         return self._stream(
             lambda t: self._stub.Run(request, timeout=t, metadata=self._metadata), user, timeout
         )
@@ -150,11 +157,12 @@ class AgentClient:
         output_schema: Mapping[str, Any] | str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 (a gRPC deadline the gateway sees too)
         options: Mapping[str, Any] | None = None,
+        request_id: str | None = None,
     ) -> ev.RunResult:
         """Run to the end without streaming and return the outcome (the same options as ``run``).
 
-        Not retried: without a request id in the wire contract a retry could start the
-        run twice.
+        A call whose connection breaks (UNAVAILABLE, a reset) is sent again with the same
+        request id, so the retry waits for the run the first attempt started.
         """
         opts = _convert.run_options(
             system=system,
@@ -164,8 +172,9 @@ class AgentClient:
             output_schema=output_schema,
             extra=options,
         )
-        request = _convert.invoke_request(input, thread_id, self._user(user_id), opts)
-        response = await self._unary(self._stub.Invoke, request, timeout or self.run_timeout)
+        user = self._user(user_id)
+        request = _convert.invoke_request(input, thread_id, user, opts, _request_id(request_id))
+        response = await self._retried_unary(self._stub.Invoke, request, timeout or self.run_timeout)
         return _convert.invoke_result(response)
 
     def resume(
@@ -175,11 +184,13 @@ class AgentClient:
         *,
         user_id: str | None = None,
         timeout: float | None = None,
+        request_id: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         """Continue a paused run with one decision per pending call (approve / reject / edit),
-        or an interrupted one (its gateway died) with none; yields its events like ``run``."""
+        or an interrupted one (its gateway died) with none; yields its events like ``run``.
+        ``request_id`` (default a fresh UUID) makes a retry stream the same resumption."""
         user = self._user(user_id)
-        request = _convert.resume_request(run_id, user, decisions)
+        request = _convert.resume_request(run_id, user, decisions, _request_id(request_id))
         return self._stream(
             lambda t: self._stub.Resume(request, timeout=t, metadata=self._metadata), user, timeout
         )
@@ -237,43 +248,60 @@ class AgentClient:
         self, thread_id: str, *, run_id: str = "", user_id: str | None = None, limit: int = 10_000
     ) -> list[ev.Checkpoint]:
         """A thread's checkpoints (only ``run_id``'s when given), oldest first, at most ``limit``."""
-        found: list[ev.Checkpoint] = []
-        token = ""
-        while len(found) < limit:
-            size = min(1000, limit - len(found))
-            request = _convert.checkpoints_request(thread_id, self._user(user_id), run_id, token, size)
-            page, token = _convert.checkpoints(await self._unary(self._stub.ListCheckpoints, request))
-            found.extend(page)
-            if not token:
-                break
-        return found[:limit]
+        user = self._user(user_id)
+        return await self._pages(
+            lambda token, size: self._stub.ListCheckpoints(
+                _convert.checkpoints_request(thread_id, user, run_id, token, size),
+                timeout=self.timeout,
+                metadata=self._metadata,
+            ),
+            _convert.checkpoints,
+            limit,
+        )
 
-    async def list_runs(self, thread_id: str, *, user_id: str | None = None) -> list[ev.RunSummary]:
-        """The runs of a thread, oldest first, each with its state at its last checkpoint.
+    async def list_runs(
+        self, thread_id: str, *, user_id: str | None = None, limit: int = 10_000
+    ) -> list[ev.RunInfo]:
+        """The runs of a thread, newest first, each as of its latest checkpoint, at most
+        ``limit``. ClientError NOT_FOUND for an unknown thread or one of another user."""
+        user = self._user(user_id)
+        return await self._pages(
+            lambda token, size: self._stub.ListRuns(
+                _convert.runs_request(thread_id, user, token, size),
+                timeout=self.timeout,
+                metadata=self._metadata,
+            ),
+            _convert.runs,
+            limit,
+        )
 
-        Derived from ListCheckpoints and GetThread (one call per run) until the wire
-        contract has a ListRuns RPC, which this method will then wrap.
-        """
-        counts: dict[str, int] = {}
-        last: dict[str, str] = {}
-        for checkpoint in await self.checkpoints(thread_id, user_id=user_id):
-            counts[checkpoint.run_id] = counts.get(checkpoint.run_id, 0) + 1
-            last[checkpoint.run_id] = checkpoint.checkpoint_id
-        runs = []
-        for run_id, count in counts.items():
-            state = await self.get_thread(thread_id, checkpoint_id=last[run_id], user_id=user_id)
-            runs.append(ev.RunSummary(run_id, count, state.run))
-        return runs
+    async def list_threads(self, *, user_id: str | None = None, limit: int = 1000) -> list[ev.ThreadSummary]:
+        """The user's threads, most recently updated first, at most ``limit``, each with a
+        preview of its last message and its latest run's status."""
+        user = self._user(user_id)
+        return await self._pages(
+            lambda token, size: self._stub.ListThreads(
+                _convert.threads_request(user, token, size), timeout=self.timeout, metadata=self._metadata
+            ),
+            _convert.threads,
+            limit,
+        )
 
-    async def list_threads(self, *, user_id: str | None = None) -> list[ev.Thread]:
-        """The user's threads. Raises Unsupported: agentloop.v1 has no ListThreads RPC yet
-        (a thread is read by id with ``get_thread``)."""
-        raise Unsupported("ListThreads: the gateway's API (agentloop.v1) cannot list threads yet")
-
-    async def fork(self, thread_id: str, *, checkpoint_id: str = "", user_id: str | None = None) -> str:
-        """A new thread copying ``thread_id`` as of a checkpoint. Raises Unsupported:
-        agentloop.v1 has no Fork RPC yet."""
-        raise Unsupported("Fork: the gateway's API (agentloop.v1) cannot fork threads yet")
+    async def fork(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        new_thread_id: str | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> str:
+        """Copy ``thread_id`` as of ``checkpoint_id`` (from ``checkpoints``) into a new thread
+        and return its id: the gateway's choice unless ``new_thread_id`` is given. Runs on
+        the copy never change the original. ClientError NOT_FOUND for an unknown thread or
+        checkpoint, ALREADY_EXISTS when ``new_thread_id`` is taken."""
+        request = _convert.fork_request(thread_id, self._user(user_id), checkpoint_id, new_thread_id or "")
+        response = await self._unary(self._stub.ForkThread, request)
+        return str(response.thread_id)
 
     # --- memories ------------------------------------------------------------------------------
 
@@ -299,10 +327,45 @@ class AgentClient:
         except grpc.aio.AioRpcError as exc:
             raise ClientError.from_rpc(exc) from None
 
+    async def _retried_unary(self, method: Any, request: Any, deadline_s: float | None) -> Any:
+        """A unary call carrying a request id, sent again (same id) while its connection breaks."""
+        deadline = time.monotonic() + (deadline_s or self.timeout)
+        failures = 0
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                return await method(request, timeout=remaining, metadata=self._metadata)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() not in RETRYABLE or failures >= self.reattach_attempts:
+                    raise ClientError.from_rpc(exc) from None
+            failures += 1
+            await asyncio.sleep(self.reattach_backoff_s * 2 ** (failures - 1))
+
+    async def _pages(
+        self, fetch: Callable[[str, int], Any], read: Callable[[Any], tuple[list[T], str]], limit: int
+    ) -> list[T]:
+        """Every page of a listing RPC, up to ``limit`` items."""
+        found: list[T] = []
+        token = ""
+        while len(found) < limit:
+            try:
+                response = await fetch(token, min(1000, limit - len(found)))
+            except grpc.aio.AioRpcError as exc:
+                raise ClientError.from_rpc(exc) from None
+            page, token = read(response)
+            found.extend(page)
+            if not token:
+                break
+        return found[:limit]
+
     async def _stream(
         self, start: OpenStream, user_id: str, deadline_s: float | None
     ) -> AsyncIterator[ev.Event]:
-        """Yield a stream's events; after a break, reattach with Watch from the last sequence seen."""
+        """Yield a stream's events; after a break, reattach with Watch from the last sequence seen.
+
+        A break before the first event starts the call again: Run and Resume carry a request
+        id, so the gateway attaches the second attempt to the run the first one started.
+        """
         timeout = deadline_s or self.run_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         run_id, last, failures = "", 0, 0
@@ -328,17 +391,25 @@ class AgentClient:
                     raise problem from None
             finally:
                 call.cancel()
-            if not run_id or failures >= self.reattach_attempts:
+            if not run_id and problem is None:
+                return  # an empty stream: nothing to reattach to
+            if failures >= self.reattach_attempts:
                 if problem is not None:
                     raise problem
-                if not run_id:
-                    return  # an empty stream: nothing to reattach to
                 raise ClientError("UNAVAILABLE", f"the stream of run {run_id} kept ending early")
             failures += 1
             await asyncio.sleep(self.reattach_backoff_s * 2 ** (failures - 1))
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not run_id:
+                call = start(remaining)  # broke before the first event: the same request again
+                continue
             request = _convert.watch_request(run_id, user_id, last)
             call = self._stub.Watch(request, timeout=remaining, metadata=self._metadata)
+
+
+def _request_id(given: str | None) -> str:
+    """The caller's idempotency key, or a fresh one for this call (kept across its retries)."""
+    return given if given else uuid.uuid4().hex
 
 
 def _still_paused(paused: bool, event: ev.Event) -> bool:

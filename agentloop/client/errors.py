@@ -22,12 +22,6 @@ class ClientError(Exception):
         return cls(exc.code().name, exc.details() or "")
 
 
-class Unsupported(ClientError):
-    """The operation needs an RPC that this version of the wire contract does not have yet."""
-
-    def __init__(self, details: str) -> None:
-        super().__init__("UNIMPLEMENTED", details)
-
-
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
-"""Stream breaks worth reattaching after: the gateway went away or the connection reset."""
+"""Breaks worth retrying after (reattach, or the same request id again): the gateway went away
+or the connection reset."""

@@ -8,7 +8,7 @@ touch the wire types, so a change of the wire contract changes one conversion mo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -204,6 +204,8 @@ class RunInfo:
     checkpoint_id: str
     owner: str
     created_at: datetime | None
+    request_id: str = ""
+    """The idempotency key the run was started with ("" when none)."""
 
 
 @dataclass(frozen=True)
@@ -254,12 +256,19 @@ class ToolDecision:
 
 
 @dataclass(frozen=True)
-class RunSummary:
-    """One run of a thread, as ``list_runs`` derives it from the thread's checkpoints."""
+class ThreadSummary:
+    """A thread as ``list_threads`` shows it: enough to pick one without reading it whole."""
 
-    run_id: str
-    checkpoints: int
-    info: RunInfo | None = field(default=None)
+    thread_id: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    message_count: int
+    preview: str
+    """The start of its last message (at most 200 characters); "" without messages."""
+    latest_run_id: str
+    """"" for a thread without runs."""
+    latest_run_status: str
+    """The latest run's status (COMPLETED, PAUSED, ...); "" for a thread without runs."""
 
 
 def _call_id(call: PendingCall | str) -> str:

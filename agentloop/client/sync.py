@@ -112,17 +112,19 @@ class Client:
         """AgentClient.checkpoints."""
         return self._call(self._async.checkpoints(thread_id, **kwargs))
 
-    def list_runs(self, thread_id: str, **kwargs: Any) -> list[ev.RunSummary]:
+    def list_runs(self, thread_id: str, **kwargs: Any) -> list[ev.RunInfo]:
         """AgentClient.list_runs."""
         return self._call(self._async.list_runs(thread_id, **kwargs))
 
-    def list_threads(self, **kwargs: Any) -> list[ev.Thread]:
-        """AgentClient.list_threads (Unsupported until agentloop.v1 has ListThreads)."""
+    def list_threads(self, **kwargs: Any) -> list[ev.ThreadSummary]:
+        """AgentClient.list_threads."""
         return self._call(self._async.list_threads(**kwargs))
 
-    def fork(self, thread_id: str, **kwargs: Any) -> str:
-        """AgentClient.fork (Unsupported until agentloop.v1 has Fork)."""
-        return self._call(self._async.fork(thread_id, **kwargs))
+    def fork(
+        self, thread_id: str, checkpoint_id: str, new_thread_id: str | None = None, **kwargs: Any
+    ) -> str:
+        """AgentClient.fork."""
+        return self._call(self._async.fork(thread_id, checkpoint_id, new_thread_id, **kwargs))
 
     def memories(self, **kwargs: Any) -> list[ev.Memory]:
         """AgentClient.memories."""

@@ -4,7 +4,7 @@ agentloop thread ID / runs THREAD / checkpoints THREAD       read
 agentloop watch RUN / cancel RUN                             follow or stop a run
 agentloop approve RUN / reject RUN / edit RUN                decide an approval pause
 agentloop memories [list] / memories delete ID               long-term memory
-agentloop threads / fork THREAD                              need RPCs agentloop.v1 lacks yet
+agentloop threads / fork THREAD CHECKPOINT                   list threads, branch one off
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agentloop.client import AgentClient, ToolDecision, Unsupported, approve, edit, reject
+from agentloop.client import AgentClient, ToolDecision, approve, edit, reject
 from agentloop.commands.common import (
     EXIT_CALL_FAILED,
     EXIT_OK,
@@ -31,15 +31,6 @@ from agentloop.commands.render import EventRenderer, short
 Handler = Callable[[AgentClient, argparse.Namespace], Awaitable[int]]
 HANDLERS: dict[str, Handler] = {}
 
-NO_LIST_THREADS = (
-    "listing threads needs a ListThreads RPC, which the gateway's API (agentloop.v1) does not have yet; "
-    "read a thread by id with `agentloop thread ID`"
-)
-NO_FORK = (
-    "forking a thread needs a Fork RPC, which the gateway's API (agentloop.v1) does not have yet; "
-    "read a thread as of a checkpoint with `agentloop thread ID --checkpoint CP`"
-)
-
 
 def add_parsers(sub: Any) -> None:
     """Register every command of this module on the `agentloop` parser."""
@@ -48,7 +39,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--checkpoint", default="", help="read the thread as of this checkpoint")
     _add(p, "thread", _thread)
 
-    p = sub.add_parser("runs", help="the runs of a thread, with their status")
+    p = sub.add_parser("threads", help="your threads, most recently updated first, with a preview")
+    p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    _add(p, "threads", _threads)
+
+    p = sub.add_parser("runs", help="the runs of a thread, newest first, with their status")
     p.add_argument("thread_id")
     _add(p, "runs", _runs)
 
@@ -89,12 +84,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("memory_id", nargs="?", default="", help="delete: the memory")
     _add(p, "memories", _memories)
 
-    p = sub.add_parser("threads", help=f"(not available) {NO_LIST_THREADS}")
-    _add(p, "threads", _threads)
-
-    p = sub.add_parser("fork", help=f"(not available) {NO_FORK}")
+    p = sub.add_parser("fork", help="copy a thread as of a checkpoint into a new thread; prints its id")
     p.add_argument("thread_id")
-    p.add_argument("--checkpoint", default="")
+    p.add_argument("checkpoint_id", help="the checkpoint to branch from (see `agentloop checkpoints`)")
+    p.add_argument("--new-thread", default="", help="id of the new thread (default: the gateway picks one)")
     _add(p, "fork", _fork)
 
 
@@ -129,12 +122,11 @@ async def _runs(client: AgentClient, args: argparse.Namespace) -> int:
     if args.json:
         print(to_json(runs))
         return EXIT_OK
-    for run in runs:
-        info = run.info
-        status = (
-            f"{info.status} steps={info.steps_taken} stop_reason={info.stop_reason or '-'}" if info else "?"
-        )
-        print(f"{run.run_id}  {status}  checkpoints={run.checkpoints}")
+    for r in runs:
+        created = f"{r.created_at:%Y-%m-%d %H:%M:%S}" if r.created_at else "-"
+        print(f"{r.run_id}  {r.status}  {created}  steps={r.steps_taken} stop_reason={r.stop_reason or '-'}")
+    if not runs:
+        print("(no runs)")
     return EXIT_OK
 
 
@@ -223,19 +215,33 @@ async def _memories(client: AgentClient, args: argparse.Namespace) -> int:
 
 
 async def _threads(client: AgentClient, args: argparse.Namespace) -> int:
-    try:
-        await client.list_threads()
-    except Unsupported:
-        print(f"not available: {NO_LIST_THREADS}", file=sys.stderr)
-    return EXIT_CALL_FAILED
+    found = await client.list_threads(limit=max(1, args.limit))
+    if args.json:
+        print(to_json(found))
+        return EXIT_OK
+    rows = [
+        (
+            t.thread_id,
+            f"{t.updated_at:%Y-%m-%d %H:%M:%S}" if t.updated_at else "-",
+            t.latest_run_status or "-",
+            short(t.preview, 60),
+        )
+        for t in found
+    ]
+    if not rows:
+        print("(no threads)")
+        return EXIT_OK
+    width = max(len("THREAD"), *(len(r[0]) for r in rows))
+    print(f"{'THREAD':<{width}}  {'UPDATED':<19}  {'STATUS':<9}  PREVIEW")
+    for thread_id, updated, status, preview in rows:
+        print(f"{thread_id:<{width}}  {updated:<19}  {status:<9}  {preview}")
+    return EXIT_OK
 
 
 async def _fork(client: AgentClient, args: argparse.Namespace) -> int:
-    try:
-        await client.fork(args.thread_id, checkpoint_id=args.checkpoint)
-    except Unsupported:
-        print(f"not available: {NO_FORK}", file=sys.stderr)
-    return EXIT_CALL_FAILED
+    new_id = await client.fork(args.thread_id, args.checkpoint_id, args.new_thread or None)
+    print(json.dumps({"thread_id": new_id}) if args.json else new_id)
+    return EXIT_OK
 
 
 def _renderer(args: argparse.Namespace) -> EventRenderer:

@@ -216,17 +216,51 @@ async def test_thread_runs_checkpoints_watch_and_memories(stack: Stack) -> None:
     assert "(no memories)" in out
 
 
-async def test_threads_and_fork_say_that_the_api_lacks_them(stack: Stack) -> None:
-    for args in (("threads",), ("fork", "some-thread")):
-        code, out, err = await cli(stack, *args)
-        assert code == 2
-        assert out == ""
-        assert "does not have yet" in err
+async def test_threads_runs_and_fork_commands(stack: Stack) -> None:
+    code, out, _ = await cli(stack, "ask", "add 1 and 2", "--thread", "cli-t1", "--user", "li", "--json")
+    first = json.loads(out)["run_id"]
+    code, out, _ = await cli(stack, "ask", "add 3 and 4", "--thread", "cli-t1", "--user", "li", "--json")
+    second = json.loads(out)["run_id"]
+    await cli(stack, "ask", "add again", "--thread", "cli-t2", "--user", "li")
+
+    code, out, _ = await cli(stack, "threads", "--user", "li")
+    assert code == 0
+    header, *rows = out.splitlines()
+    assert header.split() == ["THREAD", "UPDATED", "STATUS", "PREVIEW"]
+    assert [row.split()[0] for row in rows] == ["cli-t2", "cli-t1"]  # most recently updated first
+    assert rows[1].split()[3] == "COMPLETED"
+    assert "Result: 3" in rows[1]  # the preview: its last message
+    code, out, _ = await cli(stack, "threads", "--user", "li", "--json")
+    listed = json.loads(out)
+    assert [(t["thread_id"], t["latest_run_id"]) for t in listed][1] == ("cli-t1", second)
+    code, out, _ = await cli(stack, "threads", "--user", "nobody")
+    assert (code, out.strip()) == (0, "(no threads)")
+
+    code, out, _ = await cli(stack, "runs", "cli-t1", "--user", "li")
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines()] == [[second, "COMPLETED"], [first, "COMPLETED"]]
+
+    code, out, _ = await cli(stack, "checkpoints", "cli-t1", "--run", first, "--user", "li", "--json")
+    checkpoint = json.loads(out)[-1]["checkpoint_id"]
+    code, out, _ = await cli(stack, "fork", "cli-t1", checkpoint, "--new-thread", "cli-t3", "--user", "li")
+    assert (code, out.strip()) == (0, "cli-t3")
+    code, out, _ = await cli(stack, "fork", "cli-t1", checkpoint, "--user", "li", "--json")
+    assert code == 0
+    assert json.loads(out)["thread_id"] not in {"", "cli-t1", "cli-t3"}
+    code, out, _ = await cli(stack, "thread", "cli-t3", "--user", "li")
+    assert "add 1 and 2" in out
+    assert "add 3 and 4" not in out  # the copy ends at the checkpoint
+    code, out, _ = await cli(stack, "runs", "cli-t3", "--user", "li")
+    assert (code, out.strip()) == (0, "(no runs)")
+
+    code, out, err = await cli(stack, "fork", "cli-t1", checkpoint, "--new-thread", "cli-t3", "--user", "li")
+    assert (code, out) == (2, "")
+    assert err.startswith("error [ALREADY_EXISTS]")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "agentloop.cli", "--help", stdout=asyncio.subprocess.PIPE, env=ENV
     )
     helptext, _ = await proc.communicate()
-    assert "(not available) listing threads needs a ListThreads RPC" in " ".join(helptext.decode().split())
+    assert "copy a thread as of a checkpoint into a new thread" in " ".join(helptext.decode().split())
 
 
 async def test_approve_reject_edit_and_cancel_commands(stack: Stack) -> None:

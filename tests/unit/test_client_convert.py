@@ -7,6 +7,7 @@ import pytest
 from agentloop.client import _convert
 from agentloop.client import events as ev
 from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.wellknown import struct_to_dict
 
 EXPECTED = {
     "node_start": ev.NodeStarted,
@@ -40,7 +41,7 @@ def test_tool_events_and_pauses_carry_ids_names_and_arguments() -> None:
         is_error=True,
         error_kind=common_pb2.TOOL_ERROR_KIND_TIMEOUT,
     )
-    wire = agent_pb2.RunEvent(tool_end=agent_pb2.ToolEnd(tool="add", id="c1", result=result))
+    wire = agent_pb2.RunEvent(tool_end=agent_pb2.ToolEnd(name="add", tool_call_id="c1", result=result))
     finished = _convert.event(agent_pb2.RunResponse(event=wire))
     assert finished == ev.ToolFinished("", "", 0, "c1", "add", "boom", True, "TIMEOUT", 0.0)
     call = common_pb2.ToolCall(id="c2", name="book", arguments_json='{"at": "19:30"}')
@@ -53,7 +54,7 @@ def test_tool_events_and_pauses_carry_ids_names_and_arguments() -> None:
 
 def test_decisions_become_the_wire_verdicts() -> None:
     request = _convert.resume_request(
-        "r", "u", [ev.approve("a"), ev.reject("b", "no"), ev.edit("c", {"x": 1})]
+        "r", "u", [ev.approve("a"), ev.reject("b", "no"), ev.edit("c", {"x": 1})], "req"
     )
     verdicts = [(d.tool_call_id, d.verdict, d.reason, d.arguments_json) for d in request.decisions]
     assert verdicts == [
@@ -73,6 +74,6 @@ def test_run_options_take_named_fields_and_refuse_an_unknown_stream_mode() -> No
         3,
         True,
     )
-    assert options.output_schema_json == '{"type": "object"}'
+    assert struct_to_dict(options.output_schema) == {"type": "object"}
     with pytest.raises(ValueError, match=r"^stream: "):
         _convert.run_options(stream="sometimes")
