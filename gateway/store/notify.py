@@ -68,6 +68,8 @@ class PgNotifier:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._statements = asyncio.Lock()
+        """One LISTEN/UNLISTEN at a time: a connection runs one statement at once."""
         self.ready = asyncio.Event()
         """Set while the listener connection is up."""
 
@@ -98,9 +100,10 @@ class PgNotifier:
         task.add_done_callback(self._tasks.discard)
 
     async def _connect(self) -> asyncpg.Connection:
-        conn: asyncpg.Connection = await asyncpg.connect(
-            self._dsn, server_settings={"application_name": APPLICATION_NAME}, timeout=5
-        )
+        # A NOTIFY commits a transaction, which waits for its WAL flush by default: a
+        # disk's fsync time on every event. Notifications are not durable anyway.
+        settings = {"application_name": APPLICATION_NAME, "synchronous_commit": "off"}
+        conn: asyncpg.Connection = await asyncpg.connect(self._dsn, server_settings=settings, timeout=5)
         return conn
 
     # --- listening ---------------------------------------------------------------
@@ -115,8 +118,9 @@ class PgNotifier:
                 conn = await self._connect()
                 lost = asyncio.Event()
                 conn.add_termination_listener(functools.partial(self._lost, lost))
-                for channel in list(self._callbacks):
-                    await conn.add_listener(channel, self._dispatch)
+                async with self._statements:
+                    for channel in list(self._callbacks):
+                        await conn.add_listener(channel, self._dispatch)
                 self._listener = conn
                 self.ready.set()
                 delay = _RECONNECT_S[0]
@@ -127,6 +131,8 @@ class PgNotifier:
                 delay = min(delay * 2, _RECONNECT_S[1])
 
     def _lost(self, lost: asyncio.Event, _conn: object) -> None:
+        if self._closed:
+            return
         log.warning("live events: listener connection lost; followers go on from the store")
         self._listener = None
         self.ready.clear()
@@ -151,7 +157,8 @@ class PgNotifier:
             return False
         if first:
             try:
-                await conn.add_listener(channel, self._dispatch)
+                async with self._statements:
+                    await conn.add_listener(channel, self._dispatch)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
                 return False
         return True
@@ -163,7 +170,8 @@ class PgNotifier:
         conn = self._listener
         if conn is not None and not conn.is_closed():
             with contextlib.suppress(Exception):
-                await conn.remove_listener(channel, self._dispatch)
+                async with self._statements:
+                    await conn.remove_listener(channel, self._dispatch)
 
     def _forget(self, channel: str, callback: Callback) -> bool:
         callbacks = self._callbacks.get(channel, set())
