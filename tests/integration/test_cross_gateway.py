@@ -159,3 +159,22 @@ async def test_a_watcher_whose_listener_is_killed_still_gets_every_event(
     owner = await owner_run
     assert killed
     assert_same_events(watched, owner)
+
+
+async def test_many_watchers_attaching_at_once_all_follow_live(gateways: tuple[Stack, Stack, str]) -> None:
+    a, b, _ = gateways
+    runs = [await started(a, "talk") for _ in range(6)]
+
+    async def tokens_seen_live(run_id: str) -> int:
+        live = 0
+        async for response in watch(b, run_id):
+            if response.event.WhichOneof("event") == "llm_token" and "llm_token" not in await stored_kinds(
+                b, run_id
+            ):
+                live += 1
+        return live
+
+    counts = await asyncio.gather(*(tokens_seen_live(run_id) for run_id, _, _ in runs))
+    for _, task, _ in runs:
+        await task
+    assert min(counts) >= 10, counts
