@@ -53,6 +53,8 @@ REPLAY_TIMEOUT_S = 1.0
 _PART = MAX_PAYLOAD - 64
 _MAX_PARTS = (MAX_LIVE_EVENT_BYTES * 4 // 3) // _PART + 2
 _MAX_CONTROL = 512
+MAX_BACKLOG = 10_000
+"""Items a watcher may leave unread (a slow client); beyond, it goes on from the store instead."""
 
 
 @dataclass(frozen=True)
@@ -172,13 +174,22 @@ class Feed:
         self.queue: asyncio.Queue[Item] = asyncio.Queue()
         self._live = live
         self._decoder = Decoder()
+        self._lost = False
 
     def payload(self, payload: str) -> None:
+        if self._lost:
+            return
+        if self.queue.qsize() >= MAX_BACKLOG:
+            self.lost()
+            return
         for item in self._decoder.feed(payload):
             self.queue.put_nowait(item)
 
     def lost(self) -> None:
-        self.queue.put_nowait(LOST)
+        """Nothing more is queued: the watcher reads the store from its last event."""
+        if not self._lost:
+            self._lost = True
+            self.queue.put_nowait(LOST)
 
     async def replay(self, owner: str, after: int) -> list[agent_pb2.RunEvent] | None:
         """What the owner delivered after `after`, then live events received meanwhile; None: lost.

@@ -183,7 +183,9 @@ class PgNotifier:
 
     # --- publishing --------------------------------------------------------------
     def publish(self, channel: str, payloads: list[str]) -> None:
-        """Queue payloads for `channel` (each under MAX_PAYLOAD); sent in order, soon."""
+        """Queue payloads for `channel` (each under MAX_PAYLOAD); sent in order, soon (once started)."""
+        if not self._tasks or self._closed:
+            return
         self._queue.extend((channel, p) for p in payloads)
         self._wake.set()
 

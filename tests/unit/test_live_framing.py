@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from agentloop.v1 import agent_pb2
 from gateway.following import _Progress
-from gateway.live import LOST, MAX_LIVE_EVENT_BYTES, Decoder, Replay, encode
+from gateway.live import LOST, MAX_BACKLOG, MAX_LIVE_EVENT_BYTES, Decoder, Feed, LiveEvents, Replay, encode
 from gateway.store.notify import MAX_PAYLOAD, channel_name
 
 
@@ -62,3 +64,13 @@ def test_a_stream_falling_back_to_the_store_does_not_repeat_token_text() -> None
     assert stored.sequence == 5
     # Another step's tokens, or a stream that sent nothing live, are left whole.
     assert progress.stored(token(9, "Hello", step=2)).llm_token.token == "Hello"
+
+
+async def test_a_watcher_that_does_not_keep_up_is_sent_to_the_store() -> None:
+    feed = Feed(cast(LiveEvents, None), "r")
+    payload = encode([token(1, "a")])[0]
+    for _ in range(MAX_BACKLOG + 5):
+        feed.payload(payload)
+    assert feed.queue.qsize() == MAX_BACKLOG + 1
+    items = [feed.queue.get_nowait() for _ in range(MAX_BACKLOG + 1)]
+    assert items[-1] is LOST
