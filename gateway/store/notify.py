@@ -114,6 +114,7 @@ class PgNotifier:
             if self.listening:
                 await asyncio.sleep(0.2)
                 continue
+            conn: asyncpg.Connection | None = None
             try:
                 conn = await self._connect()
                 lost = asyncio.Event()
@@ -125,7 +126,10 @@ class PgNotifier:
                 self.ready.set()
                 delay = _RECONNECT_S[0]
                 await lost.wait()
-            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                self._listener = None
+                if conn is not None:
+                    conn.terminate()
                 log.warning("live events: cannot listen (%s); retrying in %.2fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RECONNECT_S[1])
