@@ -108,12 +108,18 @@ class Followers:
             p.ended = True
             return
         if row.owner and row.status == RunStatus.RUNNING and self._local(run_id) is None:
-            early = await feed.replay(row.owner, p.last)
-            if early is None:
+            replayed = await feed.replay(row.owner, p.last)
+            if replayed is None:
                 return
-            for event in early:
+            snapshot, early = replayed
+            for event in snapshot:  # the owner's history: tokens joined, so numbers skip
                 if event.sequence > p.last:
                     yield p.live(event)
+            for event in early:
+                async for caught_up in self._in_order(run_id, p, event):
+                    yield caught_up
+                if p.broken:
+                    return
         while self._local(run_id) is None:
             try:
                 item = await asyncio.wait_for(feed.queue.get(), _LIVE_CHECK_S)
@@ -129,9 +135,37 @@ class Followers:
             if isinstance(item, Lost):
                 return
             if isinstance(item, agent_pb2.RunEvent) and item.sequence > p.last:
-                yield p.live(item)
+                async for caught_up in self._in_order(run_id, p, item):
+                    yield caught_up
+                if p.broken:
+                    return
                 if is_terminal(item) or item.WhichOneof("event") == "interrupt":
                     return  # the store confirms the end (and holds anything after it)
+
+    async def _in_order(
+        self, run_id: str, p: _Progress, event: agent_pb2.RunEvent
+    ) -> AsyncIterator[agent_pb2.RunEvent]:
+        """A live event, after the stored ones its number skips (p.broken if the store cannot say).
+
+        One owner's live events are numbered one after the other. A gap means
+        events this stream did not get live: delivered before it listened, or
+        by an owner killed after storing them and before publishing them (the
+        gap then ends at the new owner's first event). The store has them if
+        anyone does.
+        """
+        if event.sequence <= p.last:
+            return
+        if event.sequence > p.last + 1:
+            try:
+                gap = min(event.sequence - p.last - 1, 1000)
+                missed = await self._store.events(run_id, p.last, limit=gap)
+            except TRANSIENT:
+                p.broken = True
+                return
+            for stored in missed:
+                if stored.sequence < event.sequence:
+                    yield p.stored(stored)
+        yield p.live(event)
 
     async def _polled(self, run_id: str, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         """Stored events after p.last, polled until the run has ended and all were read (or it runs here)."""
@@ -169,6 +203,8 @@ class _Progress:
     def __init__(self, last: int) -> None:
         self.last = last
         self.ended = False
+        self.broken = False
+        """The store could not be read to fill a gap: go on by polling it."""
         self._step = -1
         self._tail: list[tuple[str, str]] = []
         self._tail_bytes = 0

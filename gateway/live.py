@@ -191,11 +191,14 @@ class Feed:
             self._lost = True
             self.queue.put_nowait(LOST)
 
-    async def replay(self, owner: str, after: int) -> list[agent_pb2.RunEvent] | None:
-        """What the owner delivered after `after`, then live events received meanwhile; None: lost.
+    async def replay(
+        self, owner: str, after: int
+    ) -> tuple[list[agent_pb2.RunEvent], list[agent_pb2.RunEvent]] | None:
+        """(what the owner delivered after `after`, live events received meanwhile); None: lost.
 
         An owner that does not answer in time (dead, or it never had the run)
-        leaves the live events received meanwhile, which is all there is.
+        leaves only the live events received meanwhile: the follower then fills
+        any gap before them from the store.
         """
         nonce = uuid.uuid4().hex[:12]
         self._live.send_control(owner, f"replay {self.run_id} {after} {nonce}")
@@ -207,7 +210,7 @@ class Feed:
             try:
                 item = await asyncio.wait_for(self.queue.get(), max(0.0, deadline - loop.time()))
             except TimeoutError:
-                return early
+                return [], early
             if isinstance(item, Lost):
                 return None
             if isinstance(item, Replay):
@@ -215,7 +218,7 @@ class Feed:
                     if not item.end:
                         snapshot = []
                     elif snapshot is not None:
-                        return [*snapshot, *early]
+                        return snapshot, early
                 continue
             (early if snapshot is None else snapshot).append(item)
 
