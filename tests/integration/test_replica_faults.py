@@ -46,7 +46,7 @@ DOOMED = 0
 def script() -> Script:
     """Run i: two slow tool calls tagged with i, then an answer quoting the second.
 
-    The first takes 3 s so that a tool service killed just after its first
+    The first takes 5 s so that a tool service killed just after its first
     calls began has none about to finish: a call killed after it finished but
     before its result left the process is, to the gateway, a call cut short,
     and runs again (at-least-once), which is not what this test is about.
@@ -55,7 +55,7 @@ def script() -> Script:
         Scenario(
             match=f"^run {i}$",
             turns=(
-                Turn(tool_calls=(ScriptedToolCall("soak_work", {"tag": f"a{i}", "seconds": 3.0}),)),
+                Turn(tool_calls=(ScriptedToolCall("soak_work", {"tag": f"a{i}", "seconds": 5.0}),)),
                 Turn(tool_calls=(ScriptedToolCall("soak_work", {"tag": f"b{i}", "seconds": 1.0}),)),
                 Turn(content="answer {{tool:soak_work}}"),
             ),
@@ -193,7 +193,7 @@ async def test_one_replica_of_each_kind_killed_under_200_runs(fleet: Fleet) -> N
 
     # Kill a tool service with calls in flight, then a reasoner, then (second tool round) a gateway.
     doomed_tools = fleet.tools[DOOMED].children[-1].proc.pid
-    await assert_eventually(lambda: fleet.tool_starts(doomed_tools) >= 3, timeout_s=120)
+    await assert_eventually(lambda: fleet.tool_starts(doomed_tools) >= 1, timeout_s=120)
     await fleet.tools[DOOMED].kill()
     await fleet.reasoners[DOOMED].kill()
     started = fleet.tool_starts()
