@@ -69,6 +69,7 @@ test-node: $(STAMP) $(NODE_STAMP) ## The Node client against the real services (
 	node --test $(NODE_DIR)/test/*.test.js
 
 bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, first token); results go to bench/results/
+bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, cross-gateway events); results go to bench/results/
 	$(BIN)/python -m bench.overhead
 	$(BIN)/python -m bench.checkpoints
 	$(BIN)/python -m bench.store_hotpath
@@ -77,6 +78,7 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 	$(BIN)/python -m bench.capacity
 	$(BIN)/python -m bench.token_memory
 	$(BIN)/python -m bench.first_token
+	$(BIN)/python -m bench.cross_gateway
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load

@@ -32,6 +32,7 @@ from gateway.following import Followers
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
 from gateway.journal import RunJournal, StoreUnavailable, describe_failure
+from gateway.live import LiveEvents
 from gateway.memory import MemoryStore
 from gateway.observe import traced_run
 from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
@@ -115,7 +116,9 @@ class RunManager:
         self._taking: set[str] = set()
         """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet."""
         self._thread_freed: dict[str, asyncio.Event] = {}
-        self._followers = Followers(store, self._active.get)
+        self._live = LiveEvents.for_store(store, self.instance_id, self._local_sink, self._cancel_here)
+        """Events and cancels across gateways (Postgres LISTEN/NOTIFY); None with SQLite (one process)."""
+        self._followers = Followers(store, self._active.get, self._live)
         self._background: set[asyncio.Task[None]] = set()
 
     @property
@@ -135,7 +138,10 @@ class RunManager:
     # --- lifecycle -------------------------------------------------------------
     def start_background(self) -> None:
         """Heartbeat, orphan adoption and retention loops."""
-        for loop in (self._heartbeat_loop(), self._orphan_loop(), self._retention_loop()):
+        loops = [self._heartbeat_loop(), self._orphan_loop(), self._retention_loop()]
+        if self._live is not None:
+            loops.append(self._live.start())
+        for loop in loops:
             task = asyncio.create_task(loop)
             self._background.add(task)
             task.add_done_callback(self._background.discard)
@@ -152,6 +158,8 @@ class RunManager:
             released = await self._store.release(self.instance_id)
             if released:
                 log.info("released %d runs for other gateways to resume", released)
+        if self._live is not None:
+            await self._live.close()
 
     async def _heartbeat_loop(self) -> None:
         while True:
@@ -507,6 +515,8 @@ class RunManager:
             journal=journal,
         )
         self._active[state.run_id] = active
+        if self._live is not None:
+            self._live.publish_run(state.run_id, sink)
         if resumed is not None:
             sink.decision("resumed", resumed)
         active.task = asyncio.create_task(self._execute(active, ctx, start), name=f"run-{state.run_id}")
@@ -589,8 +599,25 @@ class RunManager:
                 if closing is not None:
                     await closing.done.wait()
                     return await self._status_of(run_id)
-            # Queued: cancelled at once. Running elsewhere: its owner stops at its next checkpoint.
-            return (await self._store.request_cancel(run_id)).status
+            # Queued: cancelled at once. Running elsewhere: its owner is told at once (live
+            # events), and in any case stops at its next checkpoint.
+            cancelled = await self._store.request_cancel(run_id)
+            if cancelled.status == RunStatus.RUNNING and cancelled.owner and self._live is not None:
+                self._live.cancel(cancelled.owner, run_id)
+            return cancelled.status
+
+    def _cancel_here(self, run_id: str) -> bool:
+        """Another gateway received a Cancel for a run executing here: stop it now."""
+        active = self._active.get(run_id)
+        if active is None:
+            return False
+        log.info("run %s: cancelled through another gateway", run_id)
+        active.cancel.set()
+        return True
+
+    def _local_sink(self, run_id: str) -> EventSink | None:
+        active = self._active.get(run_id)
+        return active.sink if active is not None else None
 
     async def _close_here(self, run_id: str, status: RunStatus) -> ActiveRun | None:
         """Take a run nobody executes (PAUSED, or RUNNING with an expired lease) and cancel it here.
