@@ -250,5 +250,5 @@ async def test_an_adopted_run_keeps_the_step_limit_it_was_created_with(
                 agent_pb2.GetThreadRequest(thread_id=seen[0].thread_id, user_id="ana")
             )
     final = final_of(events)
-    assert (final.metadata.steps_taken, final.metadata.stop_reason) == (3, "max_steps")
+    assert (final.metadata.steps_taken, final.metadata.stop_reason) == (3, agent_pb2.STOP_REASON_MAX_STEPS)
     assert thread.state.max_steps == 3

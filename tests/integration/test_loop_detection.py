@@ -136,7 +136,7 @@ async def test_a_deeply_nested_argument_gets_an_error_result_and_the_run_complet
     final = final_of(await stack.run("deep once", max_steps=25))
     assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
     assert final.final_reply == "could not add"
-    assert final.messages[-2].content.startswith("ERROR (malformed_arguments)")
+    assert final.run_messages[-2].content.startswith("ERROR (malformed_arguments)")
 
 
 async def test_the_same_call_reformatted_is_stopped_and_the_decision_says_why(stack: Stack) -> None:

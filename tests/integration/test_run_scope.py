@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.v1 import agent_pb2
 from tests.support.stack import final_of, start_stack
 from tests.support.tools import make_registry
 
@@ -35,7 +36,7 @@ async def test_the_previous_runs_round_is_not_a_repeat_of_this_one(database_url:
         final = final_of(events)
         assert (final.final_reply, final.metadata.stop_reason, final.metadata.tool_calls) == (
             "Counted.",
-            "completed",
+            agent_pb2.STOP_REASON_COMPLETED,
             1,
         )
     assert probe.finished["same"] == 2

@@ -213,7 +213,7 @@ async def test_execute_fills_injected_parameters_from_the_request(service: Servi
             call("w", "word_count", {"text": "no injection here"}),
             call("forged", "file_note", {"title": "x", "user": "admin"}),
         ],
-        timeout_seconds=10,
+        timeout=duration(10),
         injected=INJECTED,
     )
     done = finished([event async for event in service.stub.Execute(request, timeout=30)])
@@ -279,7 +279,7 @@ async def test_sql_validate_then_query(service: Service) -> None:
             call("v", "sql_validate", {"query": query}),
             call("bad", "sql_validate", {"query": "SELECT price FROM product"}),
             call("write", "sql_validate", {"query": "UPDATE products SET price = 0"}),
-            timeout=duration(10),
+            timeout_seconds=10,
         )
     )
     assert json.loads(done["v"].content) == {"valid": True, "columns": ["name", "price"]}
@@ -308,7 +308,7 @@ async def test_builtins_and_user_module_tools_run(service: Service) -> None:
             call("s", "shout", {"text": "hi"}),
             call("q", "sql_query", {"query": "SELECT id FROM customers ORDER BY id"}),
             call("t", "current_time", {"timezone": "Europe/Paris"}),
-            timeout=duration(10),
+            timeout_seconds=10,
         )
     )
     assert done["c"].content == "7006652"
