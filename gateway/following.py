@@ -238,7 +238,10 @@ class _Progress:
             if token.token.startswith(sent) and token.reasoning_token.startswith(sent_reasoning):
                 trimmed = agent_pb2.RunEvent()
                 trimmed.CopyFrom(event)
-                trimmed.llm_token.token = token.token[len(sent) :]
-                trimmed.llm_token.reasoning_token = token.reasoning_token[len(sent_reasoning) :]
+                # LlmToken's text is a oneof: set only the field the event carries.
+                if token.WhichOneof("content") == "reasoning_token":
+                    trimmed.llm_token.reasoning_token = token.reasoning_token[len(sent_reasoning) :]
+                else:
+                    trimmed.llm_token.token = token.token[len(sent) :]
                 return trimmed
         return event
