@@ -19,7 +19,7 @@ def token(sequence: int, text: str, step: int = 1) -> agent_pb2.RunEvent:
 
 def decision(sequence: int, detail: str) -> agent_pb2.RunEvent:
     event = agent_pb2.RunEvent(run_id="r", sequence=sequence)
-    event.decision.kind = "note"
+    event.decision.kind = agent_pb2.DECISION_KIND_RESUMED
     event.decision.detail = detail
     return event
 
