@@ -29,7 +29,7 @@ def event(sequence: int, kind: str, node: str = "agent") -> agent_pb2.RunEvent:
     elif kind == "interrupt":
         e.interrupt.reason = "approval required"
     elif kind == "decision":
-        e.decision.kind = "approval"
+        e.decision.kind = agent_pb2.DECISION_KIND_APPROVAL
     elif kind == "node_end":
         e.node_end.node = node
     return e
