@@ -208,7 +208,10 @@ async def test_one_replica_of_each_kind_killed_under_200_runs(fleet: Fleet) -> N
     try:
         problems = [p for c in clients for p in await check_run(store, c)]
         resumed = sum(
-            any(e.WhichOneof("event") == "decision" and e.decision.kind == agent_pb2.DECISION_KIND_RESUMED for e in c.watched)
+            any(
+                e.WhichOneof("event") == "decision" and e.decision.kind == agent_pb2.DECISION_KIND_RESUMED
+                for e in c.watched
+            )
             for c in clients
         )
     finally:
