@@ -160,7 +160,9 @@ def describe(event: agent_pb2.RunEvent) -> str | None:
             f"stop_reason={stop} steps_taken={meta.steps_taken} llm_calls={meta.llm_calls}"
         )
         if event.final.HasField("structured_output"):
-            line += f"\nstructured_output={compact(struct_to_dict(event.final.structured_output))}"
+            # A Struct is a map: its keys arrive in no set order, so print them sorted.
+            answer = dict(sorted(struct_to_dict(event.final.structured_output).items()))
+            line += f"\nstructured_output={compact(answer)}"
         return line
     if kind == "error":
         return (
