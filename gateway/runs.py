@@ -31,7 +31,7 @@ from gateway.events import RESERVE_BLOCK, EventSink
 from gateway.following import Followers
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
-from gateway.journal import RunJournal, StoreUnavailable, describe_failure
+from gateway.journal import RunJournal, StoreUnavailable, describe_failure, with_store_retries
 from gateway.live import LiveEvents
 from gateway.memory import MemoryStore
 from gateway.observe import traced_run
@@ -341,10 +341,15 @@ class RunManager:
         """End a run whose setup did not finish: CANCELLED, owner cleared (it may not even exist)."""
         if run_id in self._active:
             return  # launched after all: its task ends it
+        budget = self._settings.store_retry_budget_s
         try:
-            row = await self._store.get_run(run_id)
+            # Retried like any run write: a busy database (SQLite's writer lock under a
+            # burst) must not leave a QUEUED run behind, which no lease would reclaim.
+            row = await with_store_retries(lambda: self._store.get_run(run_id), "read run", budget)
             if row is not None and not row.status.ended:
-                await self._store.set_status(run_id, RunStatus.CANCELLED)
+                await with_store_retries(
+                    lambda: self._store.set_status(run_id, RunStatus.CANCELLED), "cancel run", budget
+                )
                 log.info("run %s: setup did not finish; cancelled", run_id)
         except Exception:
             # Left RUNNING under this gateway at worst: no heartbeat renews it,
