@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
-.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-peer soak run clean
+.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-inflight bench-peer soak run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -68,8 +68,7 @@ test: $(STAMP) check-proto check-ts lint typecheck test-node ## The whole suite:
 test-node: $(STAMP) $(NODE_STAMP) ## The Node client against the real services (node --test)
 	node --test $(NODE_DIR)/test/*.test.js
 
-bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, first token); results go to bench/results/
-bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, cross-gateway events); results go to bench/results/
+bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, first token, cross-gateway events); results go to bench/results/
 	$(BIN)/python -m bench.overhead
 	$(BIN)/python -m bench.checkpoints
 	$(BIN)/python -m bench.store_hotpath
@@ -82,6 +81,10 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load
+
+INFLIGHT ?=
+bench-inflight: $(STAMP) ## 1,000 runs in flight for 10 min against a 2 s, 50 tokens/s model: added latency per step, gateway kB per run; bench/results/inflight.json (INFLIGHT="--ramp 1000,2000,5000")
+	$(BIN)/python -m bench.inflight $(INFLIGHT)
 
 # The peer harness (LangGraph driver, fake model) and its own venv: never the product's dependencies.
 PEER_BENCH ?= ../shared/peer-bench

@@ -21,20 +21,19 @@ gateway → ToolService, CLI → gateway), so it is tuned in one place:
   retry policy), on another replica when there is one. Both are bounded by the
   call's deadline.
 
-The service config carrying the last three is built by `service_config` from a
-`RetryPolicy`, the one place retry attempts and backoff are defined.
+The service config carrying the last three is built by `service_config` from an
+`agentloop.retry.RetryPolicy`, where attempts and backoff are defined.
 """
 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
+from agentloop.retry import RetryPolicy
 from agentloop.settings import grpc_target
 
 # Big enough for long conversations; the gateway enforces its own limits.
@@ -76,47 +75,6 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
 ]
-
-# gRPC refuses retry policies of more than 5 attempts (it clamps them); wait-for-ready covers
-# longer outages, so more attempts would add nothing.
-_MAX_GRPC_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How calls to another agentloop service are retried: the one definition of attempts and backoff.
-
-    `attempts` and `backoff_s` go into gRPC's retry policy (`service_config`);
-    `wait_s` bounds how long a call waits for an unreachable dependency to come
-    back before it fails UNAVAILABLE (see `gateway.clients`).
-    """
-
-    attempts: int = 4
-    backoff_s: float = 0.2
-    max_backoff_s: float = 5.0
-    wait_s: float = 60.0
-
-    def should_retry(self, code: grpc.StatusCode, attempt: int) -> bool:
-        """Whether a call the gateway re-issues itself (after attempt `attempt`, 0-based) goes again."""
-        return code == grpc.StatusCode.UNAVAILABLE and attempt + 1 < self.attempts
-
-    def delay_s(self, attempt: int) -> float:
-        """Full-jitter exponential backoff before attempt `attempt + 1` of a re-issued call."""
-        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * (2**attempt)))
-
-    def grpc_retry_policy(self) -> dict[str, Any] | None:
-        """The `retryPolicy` of a method config, or None when retries are off (one attempt)."""
-        attempts = min(_MAX_GRPC_ATTEMPTS, self.attempts)
-        if attempts < 2:
-            return None
-        initial = max(0.001, self.backoff_s)
-        return {
-            "maxAttempts": attempts,
-            "initialBackoff": f"{initial:.3f}s",
-            "maxBackoff": f"{max(initial, self.max_backoff_s):.3f}s",
-            "backoffMultiplier": 2,
-            "retryableStatusCodes": ["UNAVAILABLE"],
-        }
 
 
 def service_config(services: Sequence[str], retry: RetryPolicy, health_service: str = "") -> str:

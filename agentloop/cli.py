@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
-from agentloop import commands, logs
-from agentloop.commands.ask import ask as ask  # `agentloop.cli.ask` for the demo and older callers
+from agentloop import commands, eventloop, logs
+from agentloop.commands.ask import ask as ask  # `agentloop.cli.ask` for older callers
 from agentloop.security import TlsSettings, open_channel
 from agentloop.settings import (
     GatewaySettings,
@@ -239,36 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return model_main(argv[1:])
     args = _parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
-    logs.configure(
-        "DEBUG"
-        if debug
-        else "WARNING"
-        if args.command in {"demo", "health", "db", *commands.NAMES}
-        else "INFO"
-    )
+    logs.configure(_log_level(args.command, debug))
     try:
-        if args.command == "serve":
-            try:
-                asyncio.run(_serve(args))
-            except (ToolModuleError, McpConfigError) as exc:
-                if debug:
-                    traceback.print_exc()
-                print(f"agentloop serve {args.service}: {exc}", file=sys.stderr)
-                return 2
-            return 0
-        if args.command in commands.NAMES:
-            return asyncio.run(commands.dispatch(args))
-        if args.command == "dev":
-            from agentloop.dev import run_dev
-
-            return run_dev(args.tools or (), args.port, args.script)
-        if args.command == "db":
-            return asyncio.run(database(args))
-        if args.command == "health":
-            return asyncio.run(health(args.addr, args.service, args.timeout))
-        from agentloop.demo import run_demo
-
-        return run_demo(args.question, args.stream, dict(os.environ))
+        return _run(args, debug)
     except SettingError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
@@ -277,6 +250,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _log_level(command: str, debug: bool) -> str:
+    """Services log what they do; one-shot commands stay quiet so their output is readable."""
+    if debug:
+        return "DEBUG"
+    return "WARNING" if command in {"demo", "health", "db", *commands.NAMES} else "INFO"
+
+
+def _run(args: argparse.Namespace, debug: bool) -> int:
+    """Run the parsed command; the exit status."""
+    if args.command == "serve":
+        return _serve_or_explain(args, debug)
+    if args.command in commands.NAMES:
+        return asyncio.run(commands.dispatch(args))
+    if args.command == "dev":
+        from agentloop.dev import run_dev
+
+        return run_dev(args.tools or (), args.port, args.script)
+    if args.command == "db":
+        return asyncio.run(database(args))
+    if args.command == "health":
+        return asyncio.run(health(args.addr, args.service, args.timeout))
+    from agentloop.demo import run_demo
+
+    return run_demo(args.question, args.stream, dict(os.environ))
+
+
+def _serve_or_explain(args: argparse.Namespace, debug: bool) -> int:
+    """Serve until stopped; a tool module or MCP config that cannot load is one line, not a traceback."""
+    try:
+        eventloop.run(_serve(args))
+    except (ToolModuleError, McpConfigError) as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"agentloop serve {args.service}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

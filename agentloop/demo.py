@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from agentloop.settings import StartupError
 
@@ -87,14 +88,18 @@ class Child:
         )
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it does not exit within `grace_s`: a stuck child cannot hang shutdown."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @contextlib.contextmanager
@@ -147,7 +152,7 @@ def services(env: Mapping[str, str], model_args: Sequence[str] = ()) -> Iterator
 
 def run_demo(question: str | None, stream_mode: str, env: Mapping[str, str]) -> int:
     """Start everything, ask one question with tokens streaming, stop everything."""
-    from agentloop.cli import ask
+    from agentloop.commands.ask import ask
     from agentloop.scripted_model.demo import DEMO_QUESTION
 
     question = question or DEMO_QUESTION

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentloop.scripted_model import Script, ScriptedModelServer, demo_script
-from agentloop.serving import ServerHandle
+from agentloop.serving import Server
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from gateway.service import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
@@ -100,14 +100,14 @@ class ToolServer:
     def __init__(self, modules: Sequence[ToolModule], settings: ToolSettings) -> None:
         self.modules = modules
         self.settings = settings
-        self.handle: ServerHandle | None = None
+        self.server: Server | None = None
         self.restarts = 0
 
     async def start(self) -> int:
         registry = build_registry(self.modules, self.settings)
-        self.handle = await create_tools(self.settings, registry)
-        self.settings = dataclasses.replace(self.settings, port=self.handle.port)
-        return self.handle.port
+        self.server = await create_tools(self.settings, registry)
+        self.settings = dataclasses.replace(self.settings, port=self.server.port)
+        return self.server.port
 
     async def reload(self) -> None:
         """Serve the modules as they are now; keep the old tools when they no longer load."""
@@ -116,9 +116,8 @@ class ToolServer:
         except ToolModuleError as exc:
             print(f"tools not reloaded: {exc}", file=sys.stderr, flush=True)
             return
-        if self.handle is not None:
-            await self.handle.stop(1.0)
-        self.handle = await create_tools(self.settings, registry)
+        await self.stop()
+        self.server = await create_tools(self.settings, registry)
         self.restarts += 1
         print(f"tools reloaded: {', '.join(registry.names())}", flush=True)
 
@@ -134,53 +133,53 @@ class ToolServer:
                 await self.reload()
 
     async def stop(self) -> None:
-        if self.handle is not None:
-            await self.handle.stop(1.0)
+        if self.server is not None:
+            await self.server.aclose(1.0)
 
 
 async def serve_dev(tool_specs: Sequence[str], port: int | None, script: Script | None) -> None:
     """Run the dev stack until SIGINT/SIGTERM."""
     modules = [resolve(spec) for spec in tool_specs]
-    model: ScriptedModelServer | None = None
-    reasoner_settings = dataclasses.replace(ReasonerSettings.from_env(), host="127.0.0.1", port=0)
-    if not os.environ.get("OPENAI_BASE_URL"):
-        model = ScriptedModelServer(script or demo_script())
-        await model.start()
-        reasoner_settings = dataclasses.replace(reasoner_settings, base_url=model.base_url)
-    tool_settings = dataclasses.replace(ToolSettings.from_env(), host="127.0.0.1", port=0, modules=())
-    tools = ToolServer(modules, tool_settings)
-    tools_port = await tools.start()
-    reasoner, openai_client = await create_reasoner(reasoner_settings)
-    gateway_settings = GatewaySettings.from_env()
-    gateway_settings = dataclasses.replace(
-        gateway_settings,
-        port=gateway_settings.port if port is None else port,
-        reasoner_addr=f"127.0.0.1:{reasoner.port}",
-        tools_addr=f"127.0.0.1:{tools_port}",
-    )
-    gateway = await create_gateway(gateway_settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    where = "the scripted model" if model is not None else reasoner_settings.base_url
-    print(
-        f"agentloop dev: reasoner :{reasoner.port} ({where}), tools :{tools_port}, "
-        f"watching {len(modules)} tool module(s)\n"
-        f"gateway listening on port {gateway.port}",
-        flush=True,
-    )
-    watcher = asyncio.create_task(tools.watch(stop))
-    try:
-        await stop.wait()
-    finally:
-        await watcher
-        await gateway.close(1.0)
-        await reasoner.stop(1.0)
-        await openai_client.close()
-        await tools.stop()
-        if model is not None:
-            await model.stop()
+    async with contextlib.AsyncExitStack() as running:
+        model: ScriptedModelServer | None = None
+        reasoner_settings = dataclasses.replace(ReasonerSettings.from_env(), host="127.0.0.1", port=0)
+        if not os.environ.get("OPENAI_BASE_URL"):
+            model = ScriptedModelServer(script or demo_script())
+            await model.start()
+            running.push_async_callback(model.stop)
+            reasoner_settings = dataclasses.replace(reasoner_settings, base_url=model.base_url)
+        tool_settings = dataclasses.replace(ToolSettings.from_env(), host="127.0.0.1", port=0, modules=())
+        tools = ToolServer(modules, tool_settings)
+        running.push_async_callback(tools.stop)
+        tools_port = await tools.start()
+        reasoner = await create_reasoner(reasoner_settings)
+        running.push_async_callback(reasoner.aclose, 1.0)
+        gateway_settings = GatewaySettings.from_env()
+        gateway_settings = dataclasses.replace(
+            gateway_settings,
+            port=gateway_settings.port if port is None else port,
+            reasoner_addr=f"127.0.0.1:{reasoner.port}",
+            tools_addr=f"127.0.0.1:{tools_port}",
+        )
+        gateway = await create_gateway(gateway_settings)
+        running.push_async_callback(gateway.aclose, 1.0)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        where = "the scripted model" if model is not None else reasoner_settings.base_url
+        print(
+            f"agentloop dev: reasoner :{reasoner.port} ({where}), tools :{tools_port}, "
+            f"watching {len(modules)} tool module(s)\n"
+            f"gateway listening on port {gateway.port}",
+            flush=True,
+        )
+        watcher = asyncio.create_task(tools.watch(stop))
+        try:
+            await stop.wait()
+        finally:
+            stop.set()
+            await watcher  # a reload in progress ends before the tool service stops
 
 
 def run_dev(tool_specs: Sequence[str], port: int | None, script_path: str | None) -> int:

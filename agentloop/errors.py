@@ -17,6 +17,7 @@ the message text.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -42,6 +43,12 @@ class AgentloopError(Exception):
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
 
+    def __init_subclass__(cls, code: grpc.StatusCode | None = None, **kwargs: Any) -> None:
+        """A subclass names its status in its header: ``class NotFound(AgentloopError, code=...)``."""
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+
     def __init__(
         self,
         message: str,
@@ -59,10 +66,8 @@ class AgentloopError(Exception):
         self.relayed_details: list[any_pb2.Any] = []
 
 
-class InvalidArgument(AgentloopError):
+class InvalidArgument(AgentloopError, code=grpc.StatusCode.INVALID_ARGUMENT):
     """A request field is wrong; the message always starts with the field's path."""
-
-    code = grpc.StatusCode.INVALID_ARGUMENT
 
     def __init__(self, field: str, problem: str, *, reason: str = "") -> None:
         super().__init__(f"{field}: {problem}", reason=reason)
@@ -70,52 +75,36 @@ class InvalidArgument(AgentloopError):
         self.problem = problem
 
 
-class NotFound(AgentloopError):
+class NotFound(AgentloopError, code=grpc.StatusCode.NOT_FOUND):
     """The named resource does not exist (or is not visible to the caller)."""
 
-    code = grpc.StatusCode.NOT_FOUND
 
-
-class Unavailable(AgentloopError):
+class Unavailable(AgentloopError, code=grpc.StatusCode.UNAVAILABLE):
     """A dependency (model endpoint, another service) cannot be reached; retrying may help."""
 
-    code = grpc.StatusCode.UNAVAILABLE
 
-
-class ResourceExhausted(AgentloopError):
+class ResourceExhausted(AgentloopError, code=grpc.StatusCode.RESOURCE_EXHAUSTED):
     """A quota or rate limit was hit (for example the model endpoint's 429)."""
 
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
-
-class DeadlineExceeded(AgentloopError):
+class DeadlineExceeded(AgentloopError, code=grpc.StatusCode.DEADLINE_EXCEEDED):
     """The work did not finish within the caller's deadline or a configured timeout."""
 
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
 
-
-class FailedPrecondition(AgentloopError):
+class FailedPrecondition(AgentloopError, code=grpc.StatusCode.FAILED_PRECONDITION):
     """The request is valid but the system is not in a state to serve it."""
 
-    code = grpc.StatusCode.FAILED_PRECONDITION
 
-
-class AlreadyExists(AgentloopError):
+class AlreadyExists(AgentloopError, code=grpc.StatusCode.ALREADY_EXISTS):
     """What the request would create exists already (for example a thread id that is taken)."""
 
-    code = grpc.StatusCode.ALREADY_EXISTS
 
-
-class Aborted(AgentloopError):
+class Aborted(AgentloopError, code=grpc.StatusCode.ABORTED):
     """The request conflicts with current state, for example a thread that already has an active run."""
 
-    code = grpc.StatusCode.ABORTED
 
-
-class PermissionDenied(AgentloopError):
+class PermissionDenied(AgentloopError, code=grpc.StatusCode.PERMISSION_DENIED):
     """The caller is authenticated but the endpoint refused it (for example a bad API key)."""
-
-    code = grpc.StatusCode.PERMISSION_DENIED
 
 
 def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> AgentloopError:

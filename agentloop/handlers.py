@@ -8,8 +8,11 @@ with the original (de)serializers is the same for all of them: it lives here.
 
 from __future__ import annotations
 
+import abc
+import contextlib
+import functools
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
@@ -41,3 +44,107 @@ def wrap_handler(
             response_serializer=handler.response_serializer,
         )
     return handler
+
+
+Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]]
+"""What a server interceptor calls to find the handler of a call (None for an unknown method)."""
+
+Around = Callable[[grpc.aio.ServicerContext], contextlib.AbstractAsyncContextManager[object]]
+"""What surrounds each call of a handler (a span, the caller's identity), given the call's context."""
+
+
+def wrap_around(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMethodHandler:
+    """The handler with every call run inside ``around(context)``, unary and streaming alike.
+
+    A streaming call stays inside until its last item is sent (or the client
+    goes away), so what `around` records covers the whole stream.
+    """
+
+    def unary(behavior: UnaryBehavior) -> UnaryBehavior:
+        async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async with around(context):
+                return await behavior(request, context)
+
+        return wrapper
+
+    def stream(behavior: StreamBehavior) -> StreamBehavior:
+        async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async with around(context):
+                async for item in behavior(request, context):
+                    yield item
+
+        return wrapper
+
+    return wrap_handler(handler, unary, stream)
+
+
+class AroundInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """A server interceptor that runs each call it applies to inside a context of its own.
+
+    Subclasses say which calls (`applies`) and what surrounds them (`around`);
+    finding and rebuilding the handler is the same for all of them.
+    """
+
+    def applies(self, method: str) -> bool:
+        """Whether calls of `method` ("/agentloop.v1.Agent/Run") are wrapped."""
+        return True
+
+    @abc.abstractmethod
+    def around(
+        self, details: grpc.HandlerCallDetails, context: grpc.aio.ServicerContext
+    ) -> contextlib.AbstractAsyncContextManager[object]:
+        """What surrounds one call: entered before the handler runs, exited after it ends."""
+
+    async def intercept_service(
+        self,
+        continuation: Continuation,
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or not self.applies(handler_call_details.method or ""):
+            return handler
+        return wrap_around(handler, functools.partial(self.around, handler_call_details))
+
+
+CallEdit = Callable[[grpc.aio.ClientCallDetails], grpc.aio.ClientCallDetails]
+"""Changes an outgoing call's details (its metadata) before it is sent."""
+
+
+class _CallEditor:
+    def __init__(self, edit: CallEdit) -> None:
+        self._edit = edit
+
+    async def _intercept(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        return await continuation(self._edit(client_call_details), request)
+
+
+class _UnaryUnaryEditor(_CallEditor, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    intercept_unary_unary = _CallEditor._intercept
+
+
+class _UnaryStreamEditor(_CallEditor, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    intercept_unary_stream = _CallEditor._intercept
+
+
+def call_editors(edit: CallEdit) -> list[Any]:
+    """Client interceptors that pass every outgoing call's details through `edit`.
+
+    Unary-unary and unary-stream, the two kinds the services' RPCs use (a
+    channel files each interceptor under one kind only, hence two).
+    """
+    return [_UnaryUnaryEditor(edit), _UnaryStreamEditor(edit)]
+
+
+def with_metadata(
+    details: grpc.aio.ClientCallDetails, pairs: Iterable[tuple[str, str]]
+) -> grpc.aio.ClientCallDetails:
+    """The call's details with `pairs` added to its metadata."""
+    outgoing = grpc.aio.Metadata(*(details.metadata or ()))
+    for key, value in pairs:
+        outgoing.add(key, value)
+    return details._replace(metadata=outgoing)

@@ -83,3 +83,16 @@ def loads_bounded(
     (also a ValueError) for one that is not JSON.
     """
     return json.loads(check_bounds(text, max_bytes=max_bytes, max_depth=max_depth, what=what))
+
+
+def json_kind(value: Any) -> str:
+    """A decoded JSON value's type as an error message names it ("an array", "null")."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"

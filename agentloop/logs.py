@@ -154,3 +154,12 @@ def configure(default_level: str = "INFO", env: Mapping[str, str] | None = None)
         print(f"AGENTLOOP_LOG_FORMAT={log_format!r} is not text or json; using text", file=sys.stderr)
         log_format = "text"
     logging.basicConfig(level=level, handlers=[make_handler(log_format, secrets_from_env(e))])
+    quiet = logging.NOTSET if level == "DEBUG" else logging.WARNING
+    for name in PER_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)
+
+
+PER_REQUEST_LOGGERS = ("httpx", "httpx2")
+"""HTTP clients that log every request at INFO ("HTTP Request: POST …"): one record per model
+call, formatted and redacted, is noise at INFO and a measurable share of the reasoner's CPU per
+step; they speak at AGENTLOOP_LOG_LEVEL=DEBUG only (their warnings always)."""

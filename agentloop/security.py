@@ -22,6 +22,7 @@ AGENTLOOP_TLS_CLIENT_CERT/KEY when set.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import hmac
@@ -38,7 +39,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 
 from agentloop import channels
 from agentloop.errors import AgentloopError, PermissionDenied
-from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
+from agentloop.handlers import AroundInterceptor, call_editors, with_metadata
 
 T = TypeVar("T")
 _AUTH_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_auth_user", default=None)
@@ -46,10 +47,8 @@ _AUTH_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentlo
 _OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
-class Unauthenticated(AgentloopError):
+class Unauthenticated(AgentloopError, code=grpc.StatusCode.UNAUTHENTICATED):
     """No valid bearer token."""
-
-    code = grpc.StatusCode.UNAUTHENTICATED
 
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -127,45 +126,16 @@ def service_authenticator(token: str) -> Authenticator | None:
     return Authenticator({token: SERVICE_CALLER}) if token else None
 
 
-class _BearerMetadata:
-    """Adds `authorization: Bearer <token>` to every call of a channel."""
-
-    def __init__(self, token: str) -> None:
-        self._header = ("authorization", f"Bearer {token}")
-
-    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-        outgoing = grpc.aio.Metadata(*(details.metadata or ()))
-        outgoing.add(*self._header)
-        return details._replace(metadata=outgoing)
-
-
-class _UnaryUnaryBearer(_BearerMetadata, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    async def intercept_unary_unary(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await continuation(self._details(client_call_details), request)
-
-
-class _UnaryStreamBearer(_BearerMetadata, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
-    async def intercept_unary_stream(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await continuation(self._details(client_call_details), request)
-
-
 def bearer_interceptors(token: str) -> list[Any]:
     """Client interceptors that send ``token`` as a bearer token on every call (none without a token).
 
     Unary-unary and unary-stream, the two kinds the services' RPCs use (a
     channel files each interceptor under one kind only, hence two).
     """
-    return [_UnaryUnaryBearer(token), _UnaryStreamBearer(token)] if token else []
+    if not token:
+        return []
+    header = [("authorization", f"Bearer {token}")]
+    return call_editors(lambda details: with_metadata(details, header))
 
 
 Verifier = Callable[[str], "str | Awaitable[str | None] | None"]
@@ -275,7 +245,7 @@ def _as_caller(behavior: Callable[..., Any]) -> Callable[..., Any]:
     return functools.wraps(behavior)(unary)
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class AuthInterceptor(AroundInterceptor):
     """Checks the bearer token of every call (but health/reflection) and binds its user to the call."""
 
     def __init__(self, authenticator: Authenticator) -> None:
@@ -291,38 +261,16 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             raise Unauthenticated("invalid bearer token")
         return user
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if (
-            handler is None
-            or not self._auth.enabled
-            or handler_call_details.method.startswith(_OPEN_SERVICES)
-        ):
-            return handler
+    def applies(self, method: str) -> bool:
+        return self._auth.enabled and not method.startswith(_OPEN_SERVICES)
 
-        def unary(behavior: UnaryBehavior) -> UnaryBehavior:
-            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                token = _AUTH_USER.set(await self._authenticate(context))
-                try:
-                    return await behavior(request, context)
-                finally:
-                    _AUTH_USER.reset(token)
-
-            return wrapper
-
-        def stream(behavior: StreamBehavior) -> StreamBehavior:
-            async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                token = _AUTH_USER.set(await self._authenticate(context))
-                try:
-                    async for item in behavior(request, context):
-                        yield item
-                finally:
-                    _AUTH_USER.reset(token)
-
-            return wrapper
-
-        return wrap_handler(handler, unary, stream)
+    @contextlib.asynccontextmanager
+    async def around(
+        self, details: grpc.HandlerCallDetails, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[None]:
+        """The call runs as the token's user (effective_user reads it)."""
+        token = _AUTH_USER.set(await self._authenticate(context))
+        try:
+            yield
+        finally:
+            _AUTH_USER.reset(token)

@@ -1,20 +1,24 @@
-"""What every agentloop gRPC server shares: error mapping, health, reflection, shutdown.
+"""What every agentloop gRPC server shares: error mapping, health, reflection, its lifecycle.
 
-Each service builds its server with `build_server` (port 0 in tests) and runs it
-with `run_until_signal`, so lifecycle and error semantics are identical across
-the Reasoner, the ToolService and the gateway.
+Each service's `create_server` returns a `Server` (port 0 in tests picks a free port):
+the gRPC server, listening, and what the service opened for it (model client, MCP
+sessions, database, run manager). `Server.aclose()` is the one shutdown of all three
+services: NOT_SERVING, drain in-flight calls, then close those resources newest first.
+A service's `serve()` is `serve_service` (create, serve until a signal, close); tests
+use `async with`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -122,93 +126,164 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return wrap_handler(handler, unary, stream)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServerHandle:
-    """A started server, the port it bound and its health servicer."""
+    """A started gRPC server, the port it bound and its health servicer."""
 
     server: grpc.aio.Server
     port: int
     health: health_aio.HealthServicer
 
-    async def stop(self, grace: float | None = 5.0) -> None:
-        """Stop accepting calls, let in-flight ones finish for `grace` seconds, then cancel them."""
-        await self.health.enter_graceful_shutdown()
-        await self.server.stop(grace)
 
+class Server:
+    """A service's running server and everything the service opened for it.
 
-async def build_server(
-    register: Callable[[grpc.aio.Server], None],
-    service_names: Sequence[str],
-    host: str = "127.0.0.1",
-    port: int = 0,
-    telemetry: Telemetry | None = None,
-    tls: TlsSettings | None = None,
-    authenticator: Authenticator | None = None,
-    max_message_bytes: int = MAX_MESSAGE_BYTES,
-    share_port: bool | None = None,
-) -> ServerHandle:
-    """Create, register and start a server; port 0 picks a free port (what tests use).
-
-    Every RPC (but health and reflection) gets a SERVER span that continues the
-    caller's trace; the tracing interceptor is outermost so it sees the status
-    the error interceptor sets. The port is not shared (gRPC's SO_REUSEPORT is
-    turned off, so a second server on a taken port fails with PortInUse
-    instead of silently receiving part of the first one's connections) unless
-    ``share_port`` (default: AGENTLOOP_REUSE_PORT) asks for it.
+    A `create_server` pushes what it opens onto `resources` as it opens it
+    (`resources.push_async_callback(client.close)`), starts listening with
+    `listen`, and does both inside `starting()`, so a start that fails part way
+    (a port in use, a database down) closes what was already open. Whatever the
+    service, `aclose` stops in the same order: health says NOT_SERVING (balancers
+    stop sending calls), in-flight calls get `grace` seconds, then the resources
+    close newest first, so nothing a call still uses is closed under it.
     """
-    share = reuse_port() if share_port is None else share_port
-    interceptors: list[grpc.aio.ServerInterceptor] = [
-        ServerTracingInterceptor(telemetry or Telemetry.noop()),
-        ErrorInterceptor(),
-    ]
-    if authenticator is not None and authenticator.enabled:
-        # Inside the error interceptor, so a refused token becomes UNAUTHENTICATED like any typed error.
-        interceptors.append(AuthInterceptor(authenticator))
-    options = [
-        *SERVER_OPTIONS,
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.so_reuseport", 1 if share else 0),
-    ]
-    if port and not share:
-        _check_port_free(host, port)
-    server = grpc.aio.server(interceptors=interceptors, options=options)
-    register(server)
-    health = health_aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    enable_reflection(server, [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name])
-    credentials = tls.server_credentials() if tls is not None else None
-    try:
-        if credentials is None:
-            bound = server.add_insecure_port(f"{host}:{port}")
-        else:
-            bound = server.add_secure_port(f"{host}:{port}", credentials)
-    except RuntimeError:  # grpcio's "Failed to bind"; taken between the check and here, or unbindable
-        bound = 0
-    if bound == 0:
-        _check_port_free(host, port)
-        raise SettingError(f"cannot listen on {host}:{port}")
-    await server.start()
-    for name in ("", *service_names):
-        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return ServerHandle(server=server, port=bound, health=health)
+
+    def __init__(self) -> None:
+        self.resources = contextlib.AsyncExitStack()
+        self._handle: ServerHandle | None = None
+        self._closed = False
+
+    @property
+    def handle(self) -> ServerHandle:
+        if self._handle is None:
+            raise RuntimeError("the server is not listening yet")
+        return self._handle
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one picked when it was asked for port 0)."""
+        return self.handle.port
+
+    @property
+    def server(self) -> grpc.aio.Server:
+        return self.handle.server
+
+    async def listen(
+        self,
+        register: Callable[[grpc.aio.Server], None],
+        service_names: Sequence[str],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        telemetry: Telemetry | None = None,
+        *,
+        tls: TlsSettings | None = None,
+        authenticator: Authenticator | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        share_port: bool | None = None,
+    ) -> ServerHandle:
+        """Register the servicer, health and reflection, bind and start; port 0 picks a free port.
+
+        Every RPC (but health and reflection) gets a SERVER span that continues the
+        caller's trace; the tracing interceptor is outermost so it sees the status
+        the error interceptor sets. The port is not shared (gRPC's SO_REUSEPORT is
+        turned off, so a second server on a taken port fails with PortInUse
+        instead of silently receiving part of the first one's connections) unless
+        ``share_port`` (default: AGENTLOOP_REUSE_PORT) asks for it.
+        """
+        if self._handle is not None:
+            raise RuntimeError("the server already listens")
+        share = reuse_port() if share_port is None else share_port
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            ServerTracingInterceptor(telemetry or Telemetry.noop()),
+            ErrorInterceptor(),
+        ]
+        if authenticator is not None and authenticator.enabled:
+            # Inside the error interceptor, so a refused token becomes UNAUTHENTICATED like any typed error.
+            interceptors.append(AuthInterceptor(authenticator))
+        options = [
+            *SERVER_OPTIONS,
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 1 if share else 0),
+        ]
+        if port and not share:
+            _check_port_free(host, port)
+        server = grpc.aio.server(interceptors=interceptors, options=options)
+        register(server)
+        health = health_aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        enable_reflection(
+            server, [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
+        )
+        credentials = tls.server_credentials() if tls is not None else None
+        try:
+            if credentials is None:
+                bound = server.add_insecure_port(f"{host}:{port}")
+            else:
+                bound = server.add_secure_port(f"{host}:{port}", credentials)
+        except RuntimeError:  # grpcio's "Failed to bind"; taken between the check and here, or unbindable
+            bound = 0
+        if bound == 0:
+            _check_port_free(host, port)
+            raise SettingError(f"cannot listen on {host}:{port}")
+        await server.start()
+        for name in ("", *service_names):
+            await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._handle = ServerHandle(server=server, port=bound, health=health)
+        return self._handle
+
+    @contextlib.asynccontextmanager
+    async def starting(self) -> AsyncIterator[Self]:
+        """Around a `create_server`'s body: when it fails, what it had opened is closed (at once)."""
+        try:
+            yield self
+        except BaseException:
+            await self.aclose(0)
+            raise
+
+    async def aclose(self, grace: float | None = 5.0) -> None:
+        """NOT_SERVING, let in-flight calls finish for `grace` seconds (then cancel them), close the rest.
+
+        Closing twice is harmless: the second call returns at once.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._handle is not None:
+                await self._handle.health.enter_graceful_shutdown()
+                await self._handle.server.stop(grace)
+        finally:
+            await self.resources.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
-async def run_until_signal(
-    handle: ServerHandle,
-    name: str,
-    on_stop: Callable[[], Awaitable[None]] | None = None,
-    grace: float = 10.0,
+async def serve_service(
+    name: str, telemetry_name: str, create: Callable[[Telemetry], Awaitable[Server]], grace: float = 10.0
 ) -> None:
-    """Serve until SIGINT/SIGTERM, then drain in-flight calls for `grace` seconds."""
+    """What `agentloop serve <service>` runs: create the server, serve until SIGINT/SIGTERM, close it.
+
+    Telemetry (`telemetry_name` is its service.name) is flushed last, so the spans of the
+    calls drained during shutdown are exported too.
+    """
+    async with contextlib.aclosing(Telemetry.from_env(telemetry_name)) as telemetry:
+        await run_until_signal(await create(telemetry), name, grace)
+
+
+async def run_until_signal(server: Server, name: str, grace: float = 10.0) -> None:
+    """Serve until SIGINT/SIGTERM, then close `server`, draining in-flight calls for `grace` seconds."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"{name} listening on port {handle.port}", flush=True)
-    log.info("%s listening on port %d", name, handle.port)
-    await stop.wait()
-    log.info("%s stopping (grace %.1fs)", name, grace)
-    await handle.stop(grace)
-    if on_stop is not None:
-        await on_stop()
+    print(f"{name} listening on port {server.port}", flush=True)
+    log.info("%s listening on port %d", name, server.port)
+    try:
+        await stop.wait()
+        log.info("%s stopping (grace %.1fs)", name, grace)
+    finally:
+        await server.aclose(grace)

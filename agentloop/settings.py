@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
+from agentloop import retry
 from agentloop.loop_policy import LoopPolicy, parse_policies
 
 DEFAULT_GATEWAY_PORT = 50050
@@ -77,22 +79,25 @@ def _get(env: Mapping[str, str], name: str, default: str) -> str:
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
-    raw = _get(env, name, str(default))
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingError(f"{name}={raw!r} is not an integer") from None
-    if value < minimum:
-        raise SettingError(f"{name}={value} must be >= {minimum}")
-    return value
+    return _number(env, name, default, minimum, int, "an integer")
 
 
 def _float(env: Mapping[str, str], name: str, default: float, minimum: float = 0.0) -> float:
+    return _number(env, name, default, minimum, float, "a number")
+
+
+_N = TypeVar("_N", int, float)
+
+
+def _number(
+    env: Mapping[str, str], name: str, default: _N, minimum: _N, parse: Callable[[str], _N], what: str
+) -> _N:
+    """A number setting, refused at startup with the variable's name when it is malformed or too small."""
     raw = _get(env, name, str(default))
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        raise SettingError(f"{name}={raw!r} is not a number") from None
+        raise SettingError(f"{name}={raw!r} is not {what}") from None
     if value < minimum:
         raise SettingError(f"{name}={value} must be >= {minimum}")
     return value
@@ -247,9 +252,9 @@ class GatewaySettings:
     tools_addr: str = f"127.0.0.1:{DEFAULT_TOOLS_PORT}"
     max_steps: int = 25
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    rpc_attempts: int = 4
-    rpc_backoff_s: float = 0.2
-    rpc_wait_s: float = 60.0
+    rpc_attempts: int = retry.RPC_ATTEMPTS
+    rpc_backoff_s: float = retry.RPC_BACKOFF_S
+    rpc_wait_s: float = retry.RPC_WAIT_S
     step_timeout_s: float = 300.0
     tools_cache_s: float = 5.0
     database_url: str = ""
@@ -273,7 +278,7 @@ class GatewaySettings:
     health_interval_s: float = 5.0
     loop_policies: tuple[tuple[str, LoopPolicy], ...] = ()
     """Loop-detection policies by tool name; each replaces the one the tool's spec declares."""
-    store_retry_budget_s: float = 15.0
+    store_retry_budget_s: float = retry.STORE_RETRY_BUDGET_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:

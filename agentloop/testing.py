@@ -14,6 +14,7 @@ Scripted model (HTTP) ← Reasoner (gRPC) ← gateway (gRPC) → ToolService (gR
 ephemeral loopback port, each built by the production ``create_server`` of its service:
 nothing is mocked, only the model's answers are decided in advance (agentloop.scripted_model).
 The gateway keeps its threads in a throwaway SQLite file unless ``database_url`` names another.
+The stack stops like the services themselves (agentloop.serving.Server.aclose), newest first.
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self, TypeVar
 
 import grpc
 
 from agentloop.client import AgentClient
 from agentloop.scripted_model import Script, ScriptedModelServer
 from agentloop.security import Authenticator, TlsSettings, service_authenticator
-from agentloop.serving import ServerHandle
+from agentloop.serving import Server
 from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
 from gateway.service import AgentService, Gateway
@@ -42,17 +43,21 @@ from tool_svc import ToolRegistry
 from tool_svc.builtins import default_registry
 from tool_svc.service import create_server as create_tools
 
+S = TypeVar("S", bound=Server)
+
 
 @dataclass
 class Stack:
     """Handles on every running part; ``client()`` talks to its gateway."""
 
     model: ScriptedModelServer
-    tools: ServerHandle
-    reasoner: ServerHandle
+    tools: Server
+    reasoner: Server
     gateway: Gateway
     channel: grpc.aio.Channel
-    closers: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
+    resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    """Every part above, and the clients and channels opened on them, in the order they were
+    started; close() closes them newest first. Push what a test opens on the stack here."""
     home: str | None = None
     """The throwaway directory of the default SQLite database, removed by close()."""
 
@@ -64,7 +69,7 @@ class Stack:
     def client(self, **kwargs: Any) -> AgentClient:
         """An AgentClient on this stack's gateway (closed with the stack if not before)."""
         client = AgentClient(self.address, **{"token": "", **kwargs})
-        self.closers.append(client.close)
+        self.resources.push_async_callback(client.close)
         return client
 
     @property
@@ -86,7 +91,7 @@ class Stack:
 
     def channel_to(self, port: int) -> grpc.aio.Channel:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-        self.closers.append(channel.close)
+        self.resources.push_async_callback(channel.close)
         return channel
 
     async def run(
@@ -99,16 +104,14 @@ class Stack:
         return [response.event async for response in self.agent.Run(request, timeout=deadline_s)]
 
     async def close(self) -> None:
-        """Stop everything, newest first."""
-        for close in reversed(self.closers):
-            await close()
-        await self.channel.close()
-        await self.gateway.close(0)
-        await self.reasoner.stop(0)
-        await self.tools.stop(0)
-        await self.model.stop()
-        if self.home is not None:
-            shutil.rmtree(self.home, ignore_errors=True)
+        """Stop everything, newest first; in-flight calls are cancelled, not waited for."""
+        await self.resources.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 async def start_stack(
@@ -145,50 +148,67 @@ async def start_stack(
     registry = default_registry(ToolSettings()) if registry is None else registry
     for fn in tools:
         registry.register(fn)
-    closers: list[Callable[[], Awaitable[Any]]] = []
-    home = None
-    if database_url is None:
-        home = tempfile.mkdtemp(prefix="agentloop-")
-        database_url = f"sqlite+aiosqlite:///{home}/agentloop.db"
-    model = ScriptedModelServer(script)
-    await model.start()
-    service_auth = service_authenticator(service_token)
-    tool_server = await create_tools(
-        dataclasses.replace(ToolSettings(), port=0), registry, tls=tls, authenticator=service_auth
-    )
-    reasoner_fields: dict[str, Any] = {
-        "port": 0,
-        "base_url": reasoner_base_url or model.base_url,
-        "max_retries": 0,
-        **(reasoner_overrides or {}),
-    }
-    reasoner_settings = dataclasses.replace(ReasonerSettings(), **reasoner_fields)
-    reasoner, openai_client = await create_reasoner(reasoner_settings, tls=tls, authenticator=service_auth)
-    closers.append(openai_client.close)
-    gateway_fields: dict[str, Any] = {
-        "port": 0,
-        "reasoner_addr": reasoner_addr or f"127.0.0.1:{reasoner.port}",
-        "tools_addr": f"127.0.0.1:{tool_server.port}",
-        "rpc_backoff_s": 0.01,
-        "database_url": database_url,
-        **(gateway_overrides or {}),
-    }
-    gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
-    gateway = await create_gateway(
-        gateway_settings, store=store, tls=tls, authenticator=authenticator, service_token=service_token
-    )
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
-    return Stack(model, tool_server, reasoner, gateway, channel, closers, home)
+    async with contextlib.AsyncExitStack() as started:
+        home = None
+        if database_url is None:
+            home = tempfile.mkdtemp(prefix="agentloop-")
+            started.callback(shutil.rmtree, home, ignore_errors=True)
+            database_url = f"sqlite+aiosqlite:///{home}/agentloop.db"
+        model = ScriptedModelServer(script)
+        await model.start()
+        started.push_async_callback(model.stop)
+        service_auth = service_authenticator(service_token)
+        tool_server = _stopped_with(
+            started,
+            await create_tools(
+                dataclasses.replace(ToolSettings(), port=0), registry, tls=tls, authenticator=service_auth
+            ),
+        )
+        reasoner_fields: dict[str, Any] = {
+            "port": 0,
+            "base_url": reasoner_base_url or model.base_url,
+            "max_retries": 0,
+            **(reasoner_overrides or {}),
+        }
+        reasoner_settings = dataclasses.replace(ReasonerSettings(), **reasoner_fields)
+        reasoner = _stopped_with(
+            started, await create_reasoner(reasoner_settings, tls=tls, authenticator=service_auth)
+        )
+        gateway_fields: dict[str, Any] = {
+            "port": 0,
+            "reasoner_addr": reasoner_addr or f"127.0.0.1:{reasoner.port}",
+            "tools_addr": f"127.0.0.1:{tool_server.port}",
+            "rpc_backoff_s": 0.01,
+            "database_url": database_url,
+            **(gateway_overrides or {}),
+        }
+        gateway_settings = dataclasses.replace(GatewaySettings(), **gateway_fields)
+        gateway = _stopped_with(
+            started,
+            await create_gateway(
+                gateway_settings,
+                store=store,
+                tls=tls,
+                authenticator=authenticator,
+                service_token=service_token,
+            ),
+        )
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}")
+        started.push_async_callback(channel.close)
+        return Stack(model, tool_server, reasoner, gateway, channel, started.pop_all(), home)
+
+
+def _stopped_with(started: contextlib.AsyncExitStack, server: S) -> S:
+    """`server`, to be closed with the stack at once (grace 0: a test's calls are over by then)."""
+    started.push_async_callback(server.aclose, 0)
+    return server
 
 
 @contextlib.asynccontextmanager
 async def running_stack(script: Script | None = None, **kwargs: Any) -> AsyncIterator[Stack]:
     """``start_stack`` as ``async with``: the stack stops when the block ends, failed or not."""
-    stack = await start_stack(script, **kwargs)
-    try:
+    async with await start_stack(script, **kwargs) as stack:
         yield stack
-    finally:
-        await stack.close()
 
 
 def kinds(events: Sequence[agent_pb2.RunEvent]) -> list[str]:

@@ -42,7 +42,7 @@ from sqlalchemy.engine import make_url
 from agentloop.demo import Child, services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
-from bench.workload import bench_script, cpu_seconds, percentile, publish, write_script
+from bench.workload import bench_parser, bench_script, cpu_seconds, percentile, publish, write_script
 
 RESULTS = Path(__file__).parent / "results"
 SERVICES = ("reasoner", "tools", "gateway")
@@ -282,6 +282,24 @@ def per(delta: dict[str, float], count: int) -> dict[str, float]:
     return {key: round(value / count, 2) for key, value in delta.items()}
 
 
+def _bench_env(database_url: str) -> dict[str, str]:
+    """The services' environment: `database_url`, quiet logs, and the scripted model, never a real one."""
+    env = dict(os.environ, DATABASE_URL=database_url, AGENTLOOP_LOG_LEVEL="WARNING")
+    env.pop("OPENAI_BASE_URL", None)
+    return env
+
+
+async def _scripted_services(
+    stack: contextlib.ExitStack[Any], tmp: Path, env: dict[str, str], steps: int
+) -> dict[str, int]:
+    """The services with a scripted model of `steps` steps; ports by name, and pids; `stack` stops them."""
+    script = write_script(bench_script(steps, 3), tmp / "bench.json")
+    cm = services(env, model_args=["--script", str(script), "--no-record"])
+    ports = await asyncio.to_thread(cm.__enter__)
+    stack.callback(cm.__exit__, None, None, None)
+    return ports
+
+
 async def measure_stack(url: str, steps: int, runs: int, concurrency: int) -> dict[str, Any]:
     database = make_url(url).database
     assert database is not None
@@ -291,12 +309,7 @@ async def measure_stack(url: str, steps: int, runs: int, concurrency: int) -> di
     stats = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database=database)
     await stats.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        script = write_script(bench_script(steps, 3), Path(tmp) / "bench.json")
-        env = dict(os.environ, DATABASE_URL=via_proxy, AGENTLOOP_LOG_LEVEL="WARNING")
-        env.pop("OPENAI_BASE_URL", None)
-        cm = services(env, model_args=["--script", str(script), "--no-record"])
-        ports = await asyncio.to_thread(cm.__enter__)
-        stack.callback(cm.__exit__, None, None, None)
+        ports = await _scripted_services(stack, Path(tmp), _bench_env(via_proxy), steps)
         try:
             addr = f"127.0.0.1:{ports['gateway']}"
             pids = {name: ports[f"{name}_pid"] for name in SERVICES}
@@ -372,12 +385,8 @@ async def gateway_scaling(url: str, counts: list[int], runs: int, concurrency: i
     """Steps/s with 1, 2, 3… gateways on one Postgres (and one reasoner, one tool service)."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        script = write_script(bench_script(steps, 3), Path(tmp) / "bench.json")
-        env = dict(os.environ, DATABASE_URL=url, AGENTLOOP_LOG_LEVEL="WARNING")
-        env.pop("OPENAI_BASE_URL", None)
-        cm = services(env, model_args=["--script", str(script), "--no-record"])
-        ports = await asyncio.to_thread(cm.__enter__)
-        stack.callback(cm.__exit__, None, None, None)
+        env = _bench_env(url)
+        ports = await _scripted_services(stack, Path(tmp), env, steps)
         gateways = [ports["gateway"]]
         argv = [
             sys.executable, "-m", "agentloop.cli", "serve", "gateway", "--port", "0",
@@ -441,7 +450,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--concurrency", type=int, default=20)

@@ -30,7 +30,7 @@ from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.scripted_model import Scenario, Script
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from bench.pg import bench_database
-from bench.workload import bench_script, percentile, publish, write_script
+from bench.workload import bench_parser, bench_script, measure_and_publish, percentile, write_script
 from gateway.store.base import CheckpointWrite
 from gateway.store.factory import open_store
 
@@ -146,12 +146,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--writes", type=int, default=500, help="checkpoints written by the single writer")
-    parser.add_argument("--out", type=Path, default=RESULTS / "checkpoints.json")
-    args = parser.parse_args(argv)
-    publish(asyncio.run(measure(args)), args.out)
-    return 0
+    return measure_and_publish(parser, measure, RESULTS / "checkpoints.json", argv)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ async def _thread(turns: int, budget: int, keep: int) -> dict[str, Any]:
     model = ScriptedModelServer(SCRIPT)
     await model.start()
     tools = await create_tools(dataclasses.replace(ToolSettings(), port=0))
-    reasoner, client = await create_reasoner(
+    reasoner = await create_reasoner(
         dataclasses.replace(ReasonerSettings(), port=0, base_url=model.base_url, max_retries=0)
     )
     database = f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='agentloop-bench-')}/context.db"
@@ -89,10 +89,9 @@ async def _thread(turns: int, budget: int, keep: int) -> dict[str, Any]:
                 response = await stub.Invoke(request, timeout=60)
                 thread_id, reply = response.thread_id, response.final.final_reply
     finally:
-        await gateway.close(0)
-        await reasoner.stop(0)
-        await tools.stop(0)
-        await client.close()
+        await gateway.aclose(0)
+        await reasoner.aclose(0)
+        await tools.aclose(0)
         await model.stop()
     elapsed = time.perf_counter() - started
     summary = [_is_summary(body) for body in model.requests]

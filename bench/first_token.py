@@ -35,7 +35,7 @@ from agentloop.demo import services
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedModelServer, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
-from bench.workload import bench_script, percentile, publish
+from bench.workload import bench_parser, bench_script, percentile, publish
 
 RESULTS = Path(__file__).parent / "results"
 TARGET_P99_MS = 5.0
@@ -208,7 +208,7 @@ async def _with_postgres(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--runs", type=int, default=50, help="sequential runs per first-token scenario")
     parser.add_argument("--first-token-ms", type=float, default=500)
     parser.add_argument("--per-token-ms", type=float, default=50)

@@ -20,7 +20,6 @@ bench/results/load.json. Exits 1 when there were errors or memory grew.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -30,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from agentloop.demo import services
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
-from bench.workload import cpu_seconds, percentile, rss_mib, write_script
+from bench.workload import bench_parser, cpu_seconds, open_fds, percentile, rss_mib, write_script
 
 RESULTS = Path(__file__).parent / "results"
 SERVICES = ("reasoner", "tools", "gateway")
@@ -84,17 +83,24 @@ class Tally:
 
 @dataclass
 class Samples:
-    """RSS of each process (MiB), one row per second, with the time since the measured phase began."""
+    """RSS (MiB) and open file descriptors of each process, one row per second, with the time since
+    the measured phase began."""
 
     times_s: list[float] = field(default_factory=list)
     rss_mib: dict[str, list[float]] = field(default_factory=dict)
+    fds: dict[str, list[int]] = field(default_factory=dict)
 
 
-async def one_run(stub: agent_pb2_grpc.AgentStub, tally: Tally) -> None:
-    """One streamed run; its latency if it ended as expected, else an error by kind."""
-    request = agent_pb2.RunRequest(
-        input="load", options=agent_pb2.RunOptions(stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
-    )
+async def one_run(
+    stub: agent_pb2_grpc.AgentStub,
+    tally: Tally,
+    *,
+    stream_mode: agent_pb2.StreamMode.ValueType = agent_pb2.STREAM_MODE_ALL_STEPS,
+    steps: int = STEPS,
+    tool_calls: int = STEPS * FANOUT,
+) -> None:
+    """One streamed run; its latency if it ended with `steps` and `tool_calls`, else an error by kind."""
+    request = agent_pb2.RunRequest(input="load", options=agent_pb2.RunOptions(stream_mode=stream_mode))
     started = time.perf_counter()
     final: agent_pb2.RunFinal | None = None
     try:
@@ -113,7 +119,7 @@ async def one_run(stub: agent_pb2_grpc.AgentStub, tally: Tally) -> None:
         return
     if final is None:
         tally.errors["stream ended without a final event"] += 1
-    elif final.metadata.steps_taken != STEPS or final.metadata.tool_calls != STEPS * FANOUT:
+    elif final.metadata.steps_taken != steps or final.metadata.tool_calls != tool_calls:
         tally.errors[
             f"wrong shape: {final.metadata.steps_taken} steps, {final.metadata.tool_calls} calls"
         ] += 1
@@ -122,13 +128,15 @@ async def one_run(stub: agent_pb2_grpc.AgentStub, tally: Tally) -> None:
 
 
 async def sample_rss(pids: Mapping[str, int], samples: Samples, stop: asyncio.Event) -> None:
-    """Every second until `stop`: the RSS of each process."""
+    """Every second until `stop`: the RSS and open descriptors of each process."""
     began = time.monotonic()
     samples.rss_mib = {name: [] for name in pids}
+    samples.fds = {name: [] for name in pids}
     while not stop.is_set():
         samples.times_s.append(time.monotonic() - began)
         for name, pid in pids.items():
             samples.rss_mib[name].append(rss_mib(pid))
+            samples.fds[name].append(open_fds(pid))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=1.0)
 
@@ -207,17 +215,27 @@ def memory_report(samples: Samples, seconds: float, tolerance: float = 0.10) -> 
     }
 
 
-def measure(seconds: float, concurrency: int, database_url: str) -> dict[str, Any]:
-    """Start the services (the gateway on `database_url`), drive the load, stop them; the figures."""
+@contextlib.contextmanager
+def running_services(
+    script: Script, database_url: str, extra_env: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, dict[str, int]]]:
+    """The model playing `script`, reasoner, tools and gateway (on `database_url`) as processes:
+    the gateway's address and each process's pid."""
     with tempfile.TemporaryDirectory() as tmp:
-        script = write_script(load_script(), Path(tmp) / "load.json")
+        path = write_script(script, Path(tmp) / "script.json")
         env = dict(os.environ)
         env.pop("OPENAI_BASE_URL", None)
         env["AGENTLOOP_LOG_LEVEL"] = "WARNING"
         env["DATABASE_URL"] = database_url
-        with services(env, model_args=["--script", str(script), "--no-record"]) as ports:
-            pids = {name: ports[f"{name}_pid"] for name in PROCESSES}
-            return asyncio.run(drive(f"127.0.0.1:{ports['gateway']}", pids, seconds, concurrency))
+        env.update(extra_env or {})
+        with services(env, model_args=["--script", str(path), "--no-record"]) as ports:
+            yield f"127.0.0.1:{ports['gateway']}", {name: ports[f"{name}_pid"] for name in PROCESSES}
+
+
+def measure(seconds: float, concurrency: int, database_url: str) -> dict[str, Any]:
+    """Start the services (the gateway on `database_url`), drive the load, stop them; the figures."""
+    with running_services(load_script(), database_url) as (addr, pids):
+        return asyncio.run(drive(addr, pids, seconds, concurrency))
 
 
 async def _with_postgres(seconds: float, concurrency: int) -> dict[str, Any]:
@@ -243,7 +261,7 @@ def summary(report: Mapping[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--seconds", type=float, default=180.0, help="how long to keep the load on")
     parser.add_argument("--concurrency", type=int, default=50, help="runs in flight at once")
     parser.add_argument(

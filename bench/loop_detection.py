@@ -145,8 +145,8 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     """Precision, recall and the rounds each loop ran, as the report stores them."""
     progress = [o for o in outcomes if o.trace.label == "progress"]
     loops = [o for o in outcomes if o.trace.label == "loop"]
-    false_positives = [o.trace.name for o in progress if o.stopped_at is not None]
-    caught = [o for o in loops if o.stopped_at is not None]
+    false_positives = [o.trace.name for o in _stopped(progress)]
+    caught = _stopped(loops)
     stopped = len(false_positives) + len(caught)
     return {
         "progress_traces": len(progress),
@@ -154,22 +154,33 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "false_positives": false_positives,
         "loops_missed": [o.trace.name for o in loops if o.stopped_at is None],
         "loops_too_late_or_early": [o.trace.name for o in caught if not o.correct],
-        "precision": len(caught) / stopped if stopped else 1.0,
-        "recall": len(caught) / len(loops) if loops else 1.0,
+        "precision": _share(len(caught), stopped),
+        "recall": _share(len(caught), len(loops)),
         "max_repeats_past_budget": max((o.repeats for o in caught), default=0.0),
-        "loops": [
-            {
-                "name": o.trace.name,
-                "period": o.trace.period,
-                "budget": o.budget,
-                "pattern_starts_at_round": o.trace.loop_start,
-                "stopped_after_round": o.stopped_at,
-                "rounds_in_loop": o.rounds_in_loop,
-                "repeats_past_budget": o.repeats,
-                "detail": o.detail,
-            }
-            for o in loops
-        ],
+        "loops": [_loop_row(o) for o in loops],
+    }
+
+
+def _stopped(outcomes: list[Outcome]) -> list[Outcome]:
+    return [o for o in outcomes if o.stopped_at is not None]
+
+
+def _share(part: int, whole: int) -> float:
+    """part / whole; 1.0 for none of none, as no stop (or no loop) means nothing went wrong."""
+    return part / whole if whole else 1.0
+
+
+def _loop_row(o: Outcome) -> dict[str, Any]:
+    """One loop trace's outcome, a row of the report's table."""
+    return {
+        "name": o.trace.name,
+        "period": o.trace.period,
+        "budget": o.budget,
+        "pattern_starts_at_round": o.trace.loop_start,
+        "stopped_after_round": o.stopped_at,
+        "rounds_in_loop": o.rounds_in_loop,
+        "repeats_past_budget": o.repeats,
+        "detail": o.detail,
     }
 
 

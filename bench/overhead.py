@@ -28,7 +28,7 @@ import grpc
 from agentloop.demo import services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
-from bench.workload import bench_script, cpu_seconds, percentile, publish, rss_mib, write_script
+from bench.workload import bench_parser, bench_script, cpu_seconds, percentile, publish, rss_mib, write_script
 
 RESULTS = Path(__file__).parent / "results"
 SERVICES = ("reasoner", "tools", "gateway")
@@ -129,7 +129,7 @@ async def _with_postgres(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--fanout", type=int, default=3)
     parser.add_argument("--runs", type=int, default=40, help="sequential runs at concurrency 1")

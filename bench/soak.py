@@ -27,7 +27,6 @@ the exit status is 1 when any invariant failed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from agentloop.v1 import agent_pb2, common_pb2
 from bench.soak_checks import INVARIANTS, RunRow, check_all, read_tool_log, unstored_events
 from bench.soak_clients import USER, Clients, RunRecord, soak_script, stored_events
 from bench.soak_fleet import Fleet, plan_chaos, start_fleet, unleash
-from bench.workload import percentile, publish, write_script
+from bench.workload import bench_parser, percentile, publish, write_script
 from gateway.store.scope import client_thread_id
 
 RESULTS = Path(__file__).parent / "results"
@@ -176,41 +175,61 @@ def figures(
     rows: Sequence[RunRow],
     drained: float | None,
 ) -> dict[str, Any]:
-    statuses = Counter(row.status for row in rows)
-    latencies = [r.ended - r.started for r in records if r.ended is not None and not r.leave_paused]
-    streams = [s for r in records for s in r.streams]
     return {
-        "runs": {
-            "started": len(rows),
-            "client_attempts": len(records),
-            **{status: statuses.get(status, 0) for status in ("completed", "failed", "cancelled", "paused")},
-            "queued_or_running": statuses.get("queued", 0) + statuses.get("running", 0),
-            "by_workload": dict(Counter(r.workload for r in records)),
-        },
+        "runs": _run_counts(records, rows),
         "kills": dict(fleet.kills),
         "outage_s": fleet.outages[0] if fleet.outages else 0.0,
         "drained_after_s": drained,
-        "latency_ms": {
-            "runs": len(latencies),
-            "p50": round(percentile(latencies, 50) * 1000) if latencies else None,
-            "p99": round(percentile(latencies, 99) * 1000) if latencies else None,
-        },
-        "streams": {
-            "total": len(streams),
-            "ends": dict(Counter(s.end.split(":")[0] if s.end else "open" for s in streams)),
-            "broken_by_code": dict(Counter(s.end for s in streams if s.end.startswith("broken"))),
-            "reattached_with_watch": sum(1 for s in streams if s.rpc == "Watch"),
-        },
-        "errors_seen_with_reasoner_up_5s": sum(
-            1
-            for r in records
-            if r.outcome == "error" and r.ended is not None and fleet.services["reasoner"].up_for(r.ended) > 5
-        ),
+        "latency_ms": _latencies_ms(records),
+        "streams": _stream_counts(records),
+        "errors_seen_with_reasoner_up_5s": _errors_with_reasoner_up(fleet, records, 5),
         "resumes": sum(r.resumes for r in records),
         "cancels": sum(r.cancels for r in records),
         "client_notes": dict(Counter(n for r in records for n in r.notes)),
         "config": asdict(config),
     }
+
+
+def _run_counts(records: Sequence[RunRecord], rows: Sequence[RunRow]) -> dict[str, Any]:
+    """Runs by stored status; client attempts outnumber runs when a retry joined its first attempt."""
+    statuses = Counter(row.status for row in rows)
+    return {
+        "started": len(rows),
+        "client_attempts": len(records),
+        **{status: statuses.get(status, 0) for status in ("completed", "failed", "cancelled", "paused")},
+        "queued_or_running": statuses.get("queued", 0) + statuses.get("running", 0),
+        "by_workload": dict(Counter(r.workload for r in records)),
+    }
+
+
+def _latencies_ms(records: Sequence[RunRecord]) -> dict[str, Any]:
+    """Start-to-end latency of the runs that ended; runs left paused on purpose would skew it."""
+    latencies = [r.ended - r.started for r in records if r.ended is not None and not r.leave_paused]
+    return {
+        "runs": len(latencies),
+        "p50": round(percentile(latencies, 50) * 1000) if latencies else None,
+        "p99": round(percentile(latencies, 99) * 1000) if latencies else None,
+    }
+
+
+def _stream_counts(records: Sequence[RunRecord]) -> dict[str, Any]:
+    """How the clients' streams ended, so broken ones and Watch reattachments show."""
+    streams = [s for r in records for s in r.streams]
+    return {
+        "total": len(streams),
+        "ends": dict(Counter(s.end.split(":")[0] if s.end else "open" for s in streams)),
+        "broken_by_code": dict(Counter(s.end for s in streams if s.end.startswith("broken"))),
+        "reattached_with_watch": sum(1 for s in streams if s.rpc == "Watch"),
+    }
+
+
+def _errors_with_reasoner_up(fleet: Fleet, records: Sequence[RunRecord], up_s: float) -> int:
+    """Runs that ended in an error although the reasoner had been up for `up_s`: not explained by chaos."""
+    return sum(
+        1
+        for r in records
+        if r.outcome == "error" and r.ended is not None and fleet.services["reasoner"].up_for(r.ended) > up_s
+    )
 
 
 def failure_causes(stored: dict[str, list[agent_pb2.RunEvent]]) -> dict[str, int]:
@@ -270,7 +289,7 @@ async def _soak_on_bench_database(config: SoakConfig, workdir: Path) -> SoakRepo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--minutes", type=float, default=30.0, help="how long the chaos lasts")
     parser.add_argument("--clients", type=int, default=SoakConfig.clients, help="concurrent clients")
     parser.add_argument(

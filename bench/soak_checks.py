@@ -166,33 +166,44 @@ def reused_event_numbers(
             continue
         where = f"run {record.run_id} ({record.workload})"
         problems.extend(f"{where}: {conflict}" for conflict in record.conflicts)
-        for index, stream in enumerate(record.streams):
-            for before, after in itertools.pairwise(stream.sequences):
-                if after <= before:
-                    problems.append(
-                        f"{where}: stream {index} ({stream.rpc} on {stream.gateway}) went from "
-                        f"sequence {before} to {after}"
-                    )
+        problems.extend(f"{where}: {problem}" for problem in _stream_order_problems(record))
         kept = {e.sequence: e for e in stored.get(record.run_id, ())}
-        for sequence, data in sorted(record.seen.items()):
-            seen = agent_pb2.RunEvent.FromString(data)
-            if sequence not in kept:
-                continue  # an event lost in a crash whose number stays unused: see unstored_events
-            if seen.WhichOneof("event") == kept[sequence].WhichOneof("event") == "llm_token":
-                problem = _joined_token_problem(sequence, kept, record.seen)
-                if problem:
-                    problems.append(f"{where}: {problem}")
-                continue
-            if kept[sequence].SerializeToString(deterministic=True) != data:
-                problems.append(
-                    f"{where}: sequence {sequence} seen as {seen.WhichOneof('event')}, "
-                    f"stored as {kept[sequence].WhichOneof('event')} (a different event)"
-                )
+        problems.extend(f"{where}: {problem}" for problem in _seen_unlike_stored(record, kept))
     for run_id, events in sorted(stored.items()):
         numbers = [e.sequence for e in events]
         for before, after in itertools.pairwise(numbers):
             if after <= before:
                 problems.append(f"run {run_id}: stored sequence {before} followed by {after}")
+    return problems
+
+
+def _stream_order_problems(record: RunRecord) -> list[str]:
+    """Each client stream's sequences must rise: a step back means a number was given twice."""
+    return [
+        f"stream {index} ({stream.rpc} on {stream.gateway}) went from sequence {before} to {after}"
+        for index, stream in enumerate(record.streams)
+        for before, after in itertools.pairwise(stream.sequences)
+        if after <= before
+    ]
+
+
+def _seen_unlike_stored(record: RunRecord, kept: Mapping[int, agent_pb2.RunEvent]) -> list[str]:
+    """Events the client saw that the store holds as another event under the same number."""
+    problems: list[str] = []
+    for sequence, data in sorted(record.seen.items()):
+        seen = agent_pb2.RunEvent.FromString(data)
+        if sequence not in kept:
+            continue  # an event lost in a crash whose number stays unused: see unstored_events
+        if seen.WhichOneof("event") == kept[sequence].WhichOneof("event") == "llm_token":
+            problem = _joined_token_problem(sequence, kept, record.seen)
+            if problem:
+                problems.append(problem)
+            continue
+        if kept[sequence].SerializeToString(deterministic=True) != data:
+            problems.append(
+                f"sequence {sequence} seen as {seen.WhichOneof('event')}, "
+                f"stored as {kept[sequence].WhichOneof('event')} (a different event)"
+            )
     return problems
 
 
@@ -216,15 +227,19 @@ def _joined_token_problem(
         return f"sequence {sequence}: stored tokens of step {stored.step} join tokens of another step"
     if not stored.token.endswith(last.token) or not stored.reasoning_token.endswith(last.reasoning_token):
         return f"sequence {sequence} seen as a token the stored event {sequence} does not end with"
-    if len(live) == sequence - previous and len(tokens) == len(live):
-        if (
-            "".join(t.token for t in tokens) != stored.token
-            or "".join(t.reasoning_token for t in tokens) != stored.reasoning_token
-        ):
-            return f"sequence {sequence}: stored text differs from the live tokens {previous + 1}..{sequence}"
-    elif len(tokens) != len(live):
+    if len(tokens) != len(live):
         return f"sequences {previous + 1}..{sequence}: a live non-token event inside a stored token run"
+    if len(live) == sequence - previous and not _joins(tokens, stored):
+        return f"sequence {sequence}: stored text differs from the live tokens {previous + 1}..{sequence}"
     return ""
+
+
+def _joins(tokens: Sequence[agent_pb2.LlmToken], stored: agent_pb2.LlmToken) -> bool:
+    """Whether the stored token event's text is exactly the live tokens' text, joined."""
+    return (
+        "".join(t.token for t in tokens) == stored.token
+        and "".join(t.reasoning_token for t in tokens) == stored.reasoning_token
+    )
 
 
 def _covered_by_joined_tokens(sequence: int, data: bytes, kept: Mapping[int, agent_pb2.RunEvent]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import sys
 import time
@@ -171,8 +172,6 @@ def plan_chaos(
     seed: int, duration_s: float, kill_every_s: float, pause_s: tuple[float, float], outage_s: float
 ) -> ChaosPlan:
     """Kills at exponential intervals (every kind at least once, first), and one reasoner outage."""
-    import random
-
     rng = random.Random(seed)
     kinds = ["reasoner", "tools", "gateway"]
     rng.shuffle(kinds)
@@ -191,10 +190,33 @@ def plan_chaos(
     return ChaosPlan(kills, outage_at, outage_s)
 
 
+async def _reasoner_outage(fleet: Fleet, outage_at: float, outage_s: float, started: float) -> None:
+    """The reasoner down for `outage_s` from `outage_at`; its length goes to fleet.outages."""
+    await asyncio.sleep(max(0.0, started + outage_at - time.monotonic()))
+    reasoner = fleet.services["reasoner"]
+    for _ in range(600):  # a short kill may still be restarting it
+        if reasoner.up:
+            break
+        await asyncio.sleep(0.1)
+    began = time.monotonic()
+    await fleet.kill("reasoner")
+    await asyncio.sleep(outage_s)
+    await reasoner.start()
+    fleet.outages.append(round(time.monotonic() - began, 2))
+
+
+async def _gateway_to_kill(fleet: Fleet, rng: random.Random) -> str:
+    """A gateway to kill, or "" while one is still down: one must stay up to adopt the killed one's runs."""
+    for _ in range(100):
+        if all(fleet.services[g].up for g in GATEWAYS):
+            break
+        await asyncio.sleep(0.1)
+    candidates = [g for g in GATEWAYS if fleet.services[g].up]
+    return rng.choice(candidates) if len(candidates) == len(GATEWAYS) else ""
+
+
 async def unleash(fleet: Fleet, plan: ChaosPlan, started: float, rng_seed: int) -> None:
     """Carry out the plan against the fleet; returns once everything killed is back up."""
-    import random
-
     rng = random.Random(rng_seed)
     restarts: list[asyncio.Task[None]] = []
     outage_until = 0.0
@@ -203,38 +225,17 @@ async def unleash(fleet: Fleet, plan: ChaosPlan, started: float, rng_seed: int) 
         await asyncio.sleep(seconds)
         await fleet.services[name].start()
 
-    async def outage() -> None:
-        assert plan.outage_at is not None
-        await asyncio.sleep(max(0.0, started + plan.outage_at - time.monotonic()))
-        reasoner = fleet.services["reasoner"]
-        for _ in range(600):  # a short kill may still be restarting it
-            if reasoner.up:
-                break
-            await asyncio.sleep(0.1)
-        began = time.monotonic()
-        await fleet.kill("reasoner")
-        await asyncio.sleep(plan.outage_s)
-        await reasoner.start()
-        fleet.outages.append(round(time.monotonic() - began, 2))
-
-    outage_task = asyncio.create_task(outage()) if plan.outage_at is not None else None
+    outage_task = None
     if plan.outage_at is not None:
+        outage_task = asyncio.create_task(_reasoner_outage(fleet, plan.outage_at, plan.outage_s, started))
         outage_until = started + plan.outage_at + plan.outage_s + 10
     for at, kind, pause in plan.kills:
         await asyncio.sleep(max(0.0, started + at - time.monotonic()))
         if kind == "gateway":
-            # Keep one gateway up, so there is always one to adopt the killed one's runs.
-            for _ in range(100):
-                if all(fleet.services[g].up for g in GATEWAYS):
-                    break
-                await asyncio.sleep(0.1)
-            candidates = [g for g in GATEWAYS if fleet.services[g].up]
-            name = rng.choice(candidates) if len(candidates) == len(GATEWAYS) else ""
+            name = await _gateway_to_kill(fleet, rng)
         else:
-            name = kind
             in_outage = plan.outage_at is not None and started + plan.outage_at - 2 < time.monotonic()
-            if kind == "reasoner" and in_outage and time.monotonic() < outage_until:
-                name = ""
+            name = "" if kind == "reasoner" and in_outage and time.monotonic() < outage_until else kind
         if not name or not fleet.services[name].up:
             continue
         await fleet.kill(name)

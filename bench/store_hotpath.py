@@ -19,7 +19,6 @@ reports wall-clock p50/p99 latency. Writes bench/results/store_hotpath.json.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.v1 import common_pb2
 from bench.checkpoints import _step_payload
 from bench.pg import bench_database
-from bench.workload import percentile, publish
+from bench.workload import bench_parser, measure_and_publish, percentile
 from gateway.store import migrate
 from gateway.store.base import CheckpointWrite
 from gateway.store.sql import SqlStore
@@ -119,14 +118,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument("--calls", type=int, default=1000, help="measured calls per operation")
     parser.add_argument("--warmup", type=int, default=100, help="unmeasured calls first (fills caches)")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
-    parser.add_argument("--out", type=Path, default=RESULTS / "store_hotpath.json")
-    args = parser.parse_args(argv)
-    publish(asyncio.run(measure(args)), args.out)
-    return 0
+    return measure_and_publish(parser, measure, RESULTS / "store_hotpath.json", argv)
 
 
 if __name__ == "__main__":

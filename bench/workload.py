@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +49,40 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
+def machine_cpu_seconds() -> float:
+    """CPU time the whole machine has spent busy so far, all cores and all processes (Linux /proc)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / _CLOCK_TICKS
+
+
 def rss_mib(pid: int) -> float:
     """Resident memory of a process in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def open_fds(pid: int) -> int:
+    """File descriptors a process holds open (sockets included); 0 once it is gone."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def fd_soft_limit(pid: int) -> int | None:
+    """The soft RLIMIT_NOFILE of a process (Linux /proc); None when unlimited or unreadable."""
+    try:
+        lines = Path(f"/proc/{pid}/limits").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("Max open files"):
+            soft = line.split()[3]
+            return int(soft) if soft.isdigit() else None
+    return None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -77,3 +108,21 @@ def publish(results: dict[str, Any], out: Path, **extra: Any) -> None:
     out.write_text(json.dumps(report, indent=2) + "\n")
     json.dump(report, sys.stdout, indent=2)
     print()
+
+
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's flag parser, described by the first line of its module docstring."""
+    return argparse.ArgumentParser(description=doc.splitlines()[0] if doc else "")
+
+
+def measure_and_publish(
+    parser: argparse.ArgumentParser,
+    measure: Callable[[argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
+    default_out: Path,
+    argv: list[str] | None,
+) -> int:
+    """Parse the flags (plus --out), run the measurement and publish its results; the exit status."""
+    parser.add_argument("--out", type=Path, default=default_out)
+    args = parser.parse_args(argv)
+    publish(asyncio.run(measure(args)), args.out)
+    return 0

@@ -11,6 +11,7 @@ update: the flow-guidance hint, and loop detection may stop the run).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 
@@ -22,12 +23,8 @@ from gateway.hooks import call_hooks
 from gateway.loop_detection import describe, detect_loop, rounds_of
 from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
 from gateway.state import (
-    STOP_CANCELLED,
-    STOP_COMPLETED,
-    STOP_LOOP,
-    STOP_MAX_STEPS,
-    STOP_PAUSED,
     RunState,
+    StopReason,
     Update,
 )
 
@@ -106,12 +103,20 @@ def injected_context(
     )
 
 
+GROUP_LINGER_S = 0.005
+"""Longest a streamed tool result waits for the rest of its batch before it is persisted."""
+
+
 class _Round:
     """Bookkeeping of one tool round: results by call id, in completion order.
 
-    Results that stream in while a write is in flight are persisted together
-    (group commit): a result is still written before it is announced, but a
-    round of parallel calls costs one or two transactions instead of one each.
+    Results are persisted in groups (group commit): a result is still written
+    before it is announced, but a round of parallel calls costs one
+    transaction instead of one each. A group is written as soon as every
+    result of the running batch is in, or GROUP_LINGER_S after its first
+    result, whichever comes first: parallel calls rarely finish in the same
+    instant (each result is its own gRPC message), and writing on the first
+    one left the next ones to a second and third transaction.
     """
 
     def __init__(self, state: RunState, ctx: RunContext) -> None:
@@ -121,6 +126,15 @@ class _Round:
         self.order: list[common_pb2.ToolResult] = []
         self._pending: list[common_pb2.ToolResult] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._awaited = 0
+        self._all_in = asyncio.Event()
+        self._all_in.set()
+
+    def expect(self, count: int) -> None:
+        """`count` results will stream in (a parallel batch): a group waits for them, briefly."""
+        self._awaited = count
+        if count > 1:
+            self._all_in.clear()
 
     async def _hooked(self, result: common_pb2.ToolResult) -> common_pb2.ToolResult:
         hooks = self.state.config.hooks
@@ -147,10 +161,16 @@ class _Round:
     def submit(self, result: common_pb2.ToolResult) -> None:
         """Queue a streamed result; it is persisted (with any others waiting) and then announced."""
         self._pending.append(result)
+        self._awaited -= 1
+        if self._awaited <= 0:
+            self._all_in.set()
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
 
     async def _flush(self) -> None:
+        if not self._all_in.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_in.wait(), GROUP_LINGER_S)
         while self._pending:
             batch, self._pending = self._pending, []
             batch = [await self._hooked(r) for r in batch]
@@ -179,6 +199,8 @@ async def _execute(state: RunState, ctx: RunContext, calls: list[common_pb2.Tool
     call's start is announced, so its clients see start, end, start, end.
     """
     serial = state.config.serial_tools
+    if not serial:
+        rnd.expect(len(calls))
     stream = ctx.tools.execute(
         calls,
         state.config.tool_timeout_s,
@@ -271,7 +293,7 @@ def approval_gate(state: RunState, ctx: RunContext, todo: list[common_pb2.ToolCa
     names = ", ".join(sorted({c.name for c in undecided}))
     ctx.sink.interrupt(undecided, f"approval required for {names}")
     ctx.sink.decision("approval", f"waiting for a decision on {len(undecided)} call(s): {names}")
-    return Update(awaiting_approval=True, stop_reason=STOP_PAUSED)
+    return Update(awaiting_approval=True, stop_reason=StopReason.PAUSED)
 
 
 @dataclass
@@ -375,14 +397,14 @@ def conclude(
         approvals={} if state.approvals else None,
     )
     if cancelled:
-        update.stop, update.stop_reason = True, STOP_CANCELLED
+        update.stop, update.stop_reason = True, StopReason.CANCELLED
     elif structured_output is not None:
-        update.stop, update.stop_reason = True, STOP_COMPLETED
+        update.stop, update.stop_reason = True, StopReason.COMPLETED
         update.structured_output_json = structured_output
     elif state.current_step + 1 > state.max_steps:
         # Only a structured-output run gets a round at the limit (its forced final_answer);
         # an answer that still does not validate ends the run rather than extending it.
-        update.stop, update.stop_reason = True, STOP_MAX_STEPS
+        update.stop, update.stop_reason = True, StopReason.MAX_STEPS
     else:
         _after_round(state, ctx, calls, rnd, update)
     return update
@@ -415,5 +437,5 @@ def _after_round(
     if loop is not None:
         detail = describe(loop)
         ctx.sink.decision("loop_detected", detail)
-        update.stop, update.stop_reason = True, STOP_LOOP
+        update.stop, update.stop_reason = True, StopReason.LOOP_DETECTED
         update.final_reply = f"I stopped because {detail}. Repeating them would not get closer to an answer."

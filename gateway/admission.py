@@ -9,6 +9,8 @@ new run until that one is resumed or cancelled.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from agentloop.errors import Aborted, InvalidArgument, NotFound
 from gateway.store.base import CheckpointRow, RequestReplayed, RunStatus, Store
 from gateway.validation import RunLikeRequest
@@ -20,12 +22,31 @@ def _not_found(thread_id: str) -> NotFound:
     )
 
 
-async def open_thread(store: Store, request: RunLikeRequest, thread_id: str) -> CheckpointRow | None:
-    """The run's thread, created when new; returns its last run's newest checkpoint, if any.
+@dataclass(frozen=True)
+class OpenedThread:
+    """The thread a run starts on, as admission found it."""
 
-    That checkpoint carries how the model counts tokens (its calibration),
-    which the new run keeps.
+    created: bool
+    """Created by this request under an id nobody else knows: it has no messages to read back."""
+    previous: CheckpointRow | None = None
+    """Its last run's newest checkpoint, which carries how the model counts tokens (its
+    calibration): the new run keeps it."""
+
+
+async def open_thread(
+    store: Store, request: RunLikeRequest, thread_id: str, *, fresh_id: bool = False
+) -> OpenedThread:
+    """The run's thread, created when new.
+
+    `fresh_id`: the gateway just drew `thread_id` at random (no thread id, no
+    request id), so no thread can have it: it is created without reading
+    first, one round trip less for every new conversation.
     """
+    if fresh_id:
+        created = await store.create_thread(thread_id, request.user_id)
+        if created.user_id != request.user_id:
+            raise _not_found(thread_id)
+        return OpenedThread(created=True)
     thread = await store.get_thread(thread_id, user_id=request.user_id)
     if thread is not None and request.request_id:
         # A concurrent attempt of the same request got here first: attach to its run.
@@ -36,14 +57,14 @@ async def open_thread(store: Store, request: RunLikeRequest, thread_id: str) -> 
         thread = await store.create_thread(thread_id, request.user_id)
         if thread.user_id != request.user_id:
             raise _not_found(thread_id)
-        return None
+        return OpenedThread(created=False)  # named by the client: another request may write to it
     if thread.user_id != request.user_id:
         raise _not_found(thread_id)
     if thread.message_count and request.history:
         raise InvalidArgument("history", f"thread {thread_id!r} already has messages; send only input")
     latest = await store.latest_run(thread_id, user_id=request.user_id)
     if latest is None:
-        return None
+        return OpenedThread(created=False)
     if latest.status == RunStatus.PAUSED:
         raise Aborted(
             f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
@@ -51,4 +72,4 @@ async def open_thread(store: Store, request: RunLikeRequest, thread_id: str) -> 
             reason="THREAD_AWAITING_APPROVAL",
             metadata={"thread_id": thread_id, "run_id": latest.run_id},
         )
-    return await store.latest_checkpoint(latest.run_id)
+    return OpenedThread(created=False, previous=await store.latest_checkpoint(latest.run_id))

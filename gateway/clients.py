@@ -26,8 +26,9 @@ from typing import Any
 
 import grpc
 
-from agentloop.channels import RetryPolicy, service_config
+from agentloop.channels import service_config
 from agentloop.errors import Unavailable, from_rpc_error
+from agentloop.retry import RetryPolicy
 from agentloop.security import TlsSettings, bearer_interceptors, open_channel
 from agentloop.telemetry import trace_context_interceptors
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
@@ -39,14 +40,10 @@ REASONER_SERVICE = "agentloop.v1.Reasoner"
 TOOLS_SERVICE = "agentloop.v1.ToolService"
 
 
-# The name the gateway's wiring uses; the policy itself lives with the channels it configures.
-Retry = RetryPolicy
-
-
 class Dependency:
     """One dependency's channel, with the bounded wait for it to be reachable."""
 
-    def __init__(self, name: str, addr: str, channel: grpc.aio.Channel, retry: Retry) -> None:
+    def __init__(self, name: str, addr: str, channel: grpc.aio.Channel, retry: RetryPolicy) -> None:
         self.name = name
         self.addr = addr
         self.channel = channel
@@ -179,7 +176,7 @@ class ToolsClient:
 
 
 def _open(
-    name: str, addr: str, service: str, retry: Retry, tls: TlsSettings | None, interceptors: list[Any]
+    name: str, addr: str, service: str, retry: RetryPolicy, tls: TlsSettings | None, interceptors: list[Any]
 ) -> Dependency:
     """A dependency's channel: round_robin over its replicas, with the retry policy's service config."""
     options = [("grpc.service_config", service_config([service], retry))]
@@ -193,7 +190,7 @@ class Dependencies:
         self,
         reasoner_addr: str,
         tools_addr: str,
-        retry: Retry,
+        retry: RetryPolicy,
         tls: TlsSettings | None = None,
         service_token: str = "",
     ) -> None:

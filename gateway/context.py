@@ -183,16 +183,25 @@ def trim(messages: Sequence[common_pb2.Message], budget_tokens: int) -> list[com
     used = sum(estimate_tokens(m) for m in messages if m.role == common_pb2.ROLE_SYSTEM)
     if used + sum(estimate_tokens(m) for m in rest) <= budget_tokens:
         return list(messages)
-    grouped = groups(rest)
+    kept = _newest_groups(groups(rest), budget_tokens - used)
+    return [m for m in messages if m.role == common_pb2.ROLE_SYSTEM or id(m) in kept]
+
+
+def _newest_groups(grouped: list[list[common_pb2.Message]], budget_tokens: int) -> set[int]:
+    """The ids of the messages in the newest groups within `budget_tokens`.
+
+    The groups from the last user message on are kept whatever they cost: a
+    prompt without the question cannot be answered.
+    """
     last_user = max(
         (i for i, g in enumerate(grouped) if g[0].role == common_pb2.ROLE_USER), default=len(grouped) - 1
     )
     kept: set[int] = set()
+    used = 0
     for i in range(len(grouped) - 1, -1, -1):
         cost = sum(estimate_tokens(m) for m in grouped[i])
-        if i >= last_user or used + cost <= budget_tokens:
-            kept.update(id(m) for m in grouped[i])
-            used += cost
-        else:
+        if i < last_user and used + cost > budget_tokens:
             break
-    return [m for m in messages if m.role == common_pb2.ROLE_SYSTEM or id(m) in kept]
+        kept.update(id(m) for m in grouped[i])
+        used += cost
+    return kept

@@ -44,8 +44,8 @@ TOKEN_COALESCE_BYTES = 4096
 """Most token text one coalesced history/persisted event carries."""
 
 
-def stop_reason_value(reason: str) -> agent_pb2.StopReason.ValueType:
-    """The wire enum of an internal stop reason ("completed" → STOP_REASON_COMPLETED; "" → UNSPECIFIED)."""
+def stop_reason_value(reason: str | None) -> agent_pb2.StopReason.ValueType:
+    """The wire enum of a stop reason ("completed" → STOP_REASON_COMPLETED; "" or None → UNSPECIFIED)."""
     if not reason:
         return agent_pb2.STOP_REASON_UNSPECIFIED
     return agent_pb2.StopReason.Value(f"STOP_REASON_{reason.upper()}")

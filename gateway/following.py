@@ -85,8 +85,12 @@ class Followers:
             feed = await self._live.follow(run_id)
             if feed is not None:
                 try:
-                    async for event in self._from_feed(feed, progress):
-                        yield event
+                    while True:
+                        async for event in self._from_feed(feed, progress):
+                            yield event
+                        if not progress.new_owner:
+                            break
+                        progress.new_owner = False  # ask the run's new owner to replay and publish
                 finally:
                     await feed.close()
                 if progress.ended:
@@ -107,29 +111,43 @@ class Followers:
         if row is None or (row.status.ended and p.last >= row.last_sequence):
             p.ended = True
             return
-        if row.owner and row.status == RunStatus.RUNNING and self._local(run_id) is None:
-            replayed = await feed.replay(row.owner, p.last)
-            if replayed is None:
+        p.owner = (row.owner or "") if row.status == RunStatus.RUNNING else ""
+        if p.owner and self._local(run_id) is None:
+            async for event in self._replayed(feed, p.owner, p):
+                yield event
+            if p.broken:
                 return
-            snapshot, early = replayed
-            for event in snapshot:  # the owner's history: tokens joined, so numbers skip
-                if event.sequence > p.last:
-                    yield p.live(event)
-            for event in early:
-                async for caught_up in self._in_order(run_id, p, event):
-                    yield caught_up
-                if p.broken:
-                    return
+        async for event in self._live_events(feed, p):
+            yield event
+
+    async def _replayed(self, feed: Feed, owner: str, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
+        """The owner's events it has not stored yet, so a follower misses none it emitted before listening.
+
+        Sets p.broken when the owner cannot replay them or a gap cannot be
+        filled from the store: the stream then goes on by polling.
+        """
+        replayed = await feed.replay(owner, p.last)
+        if replayed is None:
+            p.broken = True
+            return
+        snapshot, early = replayed
+        for event in snapshot:  # the owner's history: tokens joined, so numbers skip
+            if event.sequence > p.last:
+                yield p.live(event)
+        for event in early:
+            async for caught_up in self._in_order(feed.run_id, p, event):
+                yield caught_up
+            if p.broken:
+                return
+
+    async def _live_events(self, feed: Feed, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
+        """Live events while the run executes elsewhere; returns when the store must say what follows."""
+        run_id = feed.run_id
         while self._local(run_id) is None:
             try:
                 item = await asyncio.wait_for(feed.queue.get(), _LIVE_CHECK_S)
             except TimeoutError:
-                # Nothing live for a while: the run may have ended (or paused) quietly.
-                try:
-                    row = await self._store.get_run(run_id)
-                except TRANSIENT:
-                    return
-                if row is None or row.status.ended:
+                if await self._may_have_ended(run_id, p):
                     return
                 continue
             if isinstance(item, Lost):
@@ -137,10 +155,25 @@ class Followers:
             if isinstance(item, agent_pb2.RunEvent) and item.sequence > p.last:
                 async for caught_up in self._in_order(run_id, p, item):
                     yield caught_up
-                if p.broken:
+                if p.broken or _ends_live_following(item):
                     return
-                if is_terminal(item) or item.WhichOneof("event") == "interrupt":
-                    return  # the store confirms the end (and holds anything after it)
+
+    async def _may_have_ended(self, run_id: str, p: _Progress) -> bool:
+        """Nothing live for a while: the run may have ended (or paused) quietly, or the store may be down.
+
+        Either way the live feed stops being the right source; polling the
+        store takes over and finds the outcome. Or another gateway executes
+        the run now (a takeover, a paused run resumed elsewhere): it publishes
+        only once asked, so p.new_owner sends the follower back to ask it.
+        """
+        try:
+            row = await self._store.get_run(run_id)
+        except TRANSIENT:
+            return True
+        if row is None or row.status.ended:
+            return True
+        p.new_owner = row.status == RunStatus.RUNNING and bool(row.owner) and row.owner != p.owner
+        return p.new_owner
 
     async def _in_order(
         self, run_id: str, p: _Progress, event: agent_pb2.RunEvent
@@ -188,6 +221,11 @@ class Followers:
             await asyncio.sleep(_WATCH_POLL_S)
 
 
+def _ends_live_following(event: agent_pb2.RunEvent) -> bool:
+    """After a final, error or interrupt the store confirms the end (and holds anything after it)."""
+    return is_terminal(event) or event.WhichOneof("event") == "interrupt"
+
+
 class _Progress:
     """Where a stream stands: the last sequence sent, and the live tokens sent since another event.
 
@@ -204,7 +242,11 @@ class _Progress:
         self.last = last
         self.ended = False
         self.broken = False
-        """The store could not be read to fill a gap: go on by polling it."""
+        """Live following cannot go on (no replay from the owner, or a gap the store cannot fill): poll."""
+        self.owner = ""
+        """The gateway this follower asked for a replay (it publishes the run's events since)."""
+        self.new_owner = False
+        """Another gateway executes the run now: ask it for a replay (it then publishes)."""
         self._step = -1
         self._tail: list[tuple[str, str]] = []
         self._tail_bytes = 0

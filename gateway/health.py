@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+
+from gateway.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +27,9 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 _PROBE_TIMEOUT_S = 2.0
 
 
-def store_probe(engine: AsyncEngine) -> Callable[[], Awaitable[bool]]:
+def store_probe(store: Store) -> Callable[[], Awaitable[bool]]:
     async def probe() -> bool:
-        async with engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        await store.ping()
         return True
 
     return probe

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -20,6 +19,7 @@ import asyncpg.exceptions
 import sqlalchemy.exc
 
 from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.retry import STORE_BACKOFF, STORE_RETRY_BUDGET_S
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2
 from gateway.events import EventSink
@@ -30,8 +30,6 @@ from gateway.store.base import CheckpointWrite, RunStatus, Store
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# How long a write is retried while the database is unreachable or busy (AGENTLOOP_STORE_RETRY_BUDGET_S).
-STORE_RETRY_BUDGET_S = 15.0
 # What a database that is down, restarting or busy raises (drivers' errors arrive wrapped in DBAPIError).
 TRANSIENT: tuple[type[BaseException], ...] = (
     sqlite3.OperationalError,
@@ -79,16 +77,17 @@ async def with_store_retries(
     """Run a store operation, retrying transient failures with jittered backoff for `budget_s`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + budget_s
-    delay = 0.05
+    attempt = 0
     while True:
         try:
             return await operation()
         except TRANSIENT as exc:
+            delay = STORE_BACKOFF.delay_s(attempt)
             if loop.time() + delay > deadline:
                 raise StoreUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
             log.warning("store %s failed (%s); retrying in %.2fs", what, type(exc).__name__, delay)
-            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 2.0)
+            await asyncio.sleep(delay)
+            attempt += 1
 
 
 class RunJournal:

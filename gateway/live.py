@@ -1,14 +1,19 @@
 """Live run events and cancels across gateways that share a Postgres database.
 
-The gateway executing a run (its owner) publishes every event it delivers on
-the run's channel; a Watch on any other gateway LISTENs there and streams
-them as they come, tokens included. The store stays the source of truth:
+The gateway executing a run (its owner) publishes the events it delivers on
+the run's channel once somebody watches it; a Watch on any other gateway
+LISTENs there and streams them as they come, tokens included. The store
+stays the source of truth:
 
 1. The watcher LISTENs first, then reads the stored events (the last
    checkpoint's), then asks the owner, on the owner's own channel, for what it
    delivered and has not stored yet (`replay`). The owner answers on the run
    channel between two markers, in line with its live events, so the watcher
-   knows where its snapshot ends.
+   knows where its snapshot ends. That request is also what starts the
+   owner's publishing: a run nobody watches from elsewhere (nearly all of
+   them) costs no notification at all, where publishing every event would be
+   one more Postgres round trip per event. A watcher that finds a new owner
+   (a takeover, a paused run resumed elsewhere) asks that one again.
 2. From then on it applies live events whose sequence is above the last one it
    sent. Numbers never repeat (gateway.events reserves them), so that rule
    drops every duplicate and a takeover's gap is just a gap.
@@ -42,7 +47,8 @@ from google.protobuf.message import DecodeError
 
 from agentloop.v1 import agent_pb2
 from gateway.events import END_OF_RUN, EventSink
-from gateway.store.notify import MAX_PAYLOAD, PgNotifier, asyncpg_dsn, channel_name
+from gateway.store.base import Store
+from gateway.store.notify import MAX_PAYLOAD, PgNotifier, channel_name
 
 log = logging.getLogger(__name__)
 
@@ -242,21 +248,20 @@ class LiveEvents:
         self._feeds: set[Feed] = set()
         self._notifier = PgNotifier(dsn, self._lost)
         self._pumps: set[asyncio.Task[None]] = set()
+        self._published: set[str] = set()
+        """Runs of this process whose events are being published (somebody asked for a replay)."""
 
     @classmethod
     def for_store(
         cls,
-        store: object,
+        store: Store,
         instance_id: str,
         local_sink: Callable[[str], EventSink | None],
         on_cancel: Callable[[str], bool],
     ) -> LiveEvents | None:
         """Live events for a Postgres-backed store; None otherwise (one process: in-process only)."""
-        engine = getattr(store, "engine", None)
-        if engine is None or engine.dialect.name != "postgresql":
-            return None
-        url = engine.url.render_as_string(hide_password=False)
-        return cls(asyncpg_dsn(url), instance_id, local_sink, on_cancel)
+        dsn = store.live_dsn
+        return None if dsn is None else cls(dsn, instance_id, local_sink, on_cancel)
 
     @property
     def listening(self) -> bool:
@@ -285,7 +290,10 @@ class LiveEvents:
 
     # --- owner side ----------------------------------------------------------------
     def publish_run(self, run_id: str, sink: EventSink) -> None:
-        """Publish every event `sink` delivers from now on, until the run stops here."""
+        """Publish every event `sink` delivers from now on, until the run stops here (once per run)."""
+        if run_id in self._published:
+            return
+        self._published.add(run_id)
         queue = sink.subscribe()
         channel = run_channel(run_id)
 
@@ -302,6 +310,7 @@ class LiveEvents:
                         self._notifier.publish(channel, encode(events))
             finally:
                 sink.unsubscribe(queue)
+                self._published.discard(run_id)
 
         self._keep(asyncio.create_task(pump(), name=f"publish-{run_id}"))
 
@@ -318,8 +327,15 @@ class LiveEvents:
             self._replay(words[1], int(words[2]), words[3])
 
     def _replay(self, run_id: str, after: int, nonce: str) -> None:
-        """Answer a watcher: what this process delivered for the run after `after`, between markers."""
+        """Answer a watcher: what this process delivered for the run after `after`, between markers.
+
+        Publishing starts here, before the snapshot is taken (no await between
+        the two): an event delivered before is in the snapshot, one delivered
+        after goes out live behind the closing marker.
+        """
         sink = self._local_sink(run_id)
+        if sink is not None:
+            self.publish_run(run_id, sink)
         events = [e for e in sink.history if e.sequence > after] if sink is not None else []
         here = "1" if sink is not None else "0"
         payloads = [f"R{nonce} {here}", *encode(events), f"Z{nonce}"]

@@ -19,12 +19,8 @@ from gateway.hooks import call_hooks
 from gateway.memory import memory_instruction, rank
 from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
 from gateway.state import (
-    STOP_CANCELLED,
-    STOP_COMPLETED,
-    STOP_MAX_STEPS,
-    STOP_NEEDS_MORE_STEPS,
-    STOP_STRUCTURED_OUTPUT_MISSING,
     RunState,
+    StopReason,
     Update,
 )
 
@@ -68,7 +64,7 @@ async def memory_trigger(state: RunState, ctx: RunContext) -> Update:
     question = next((m.content for m in reversed(state.messages) if m.role == common_pb2.ROLE_USER), "")
     fact = memory_instruction(question)
     if fact is not None:
-        await ctx.memories.add(state.user_id, fact)
+        await ctx.memories.add_memory(state.user_id, fact)
         ctx.sink.decision("memory_stored", fact)
     return Update(recalled=await recall(state, ctx, question))
 
@@ -76,7 +72,7 @@ async def memory_trigger(state: RunState, ctx: RunContext) -> Update:
 async def recall(state: RunState, ctx: RunContext, question: str) -> list[str]:
     if ctx.memories is None:
         return []
-    facts = [m.text for m in rank(await ctx.memories.list(state.user_id), question)]
+    facts = [m.text for m in rank(await ctx.memories.list_memories(state.user_id), question)]
     if facts:
         ctx.sink.decision("memory_recalled", "; ".join(facts))
     return facts
@@ -245,7 +241,7 @@ async def agent(state: RunState, ctx: RunContext) -> Update:
         if state.structured_output_json:
             return await _reply_text(state, ctx)
     except RunCancelled:
-        return Update(stop=True, stop_reason=STOP_CANCELLED)
+        return Update(stop=True, stop_reason=StopReason.CANCELLED)
     update = await _model_step(state, ctx)
     if update.usage is not None and update.usage.prompt_tokens > 0 and update.llm_calls:
         estimate = estimate_prompt(_prompt(state, ctx), _specs(state, ctx))
@@ -301,7 +297,7 @@ def call_model_again(state: RunState) -> bool:
 
 def wants_reply_text(state: RunState) -> bool:
     """After the tools node: a validated structured answer, but no text came with it."""
-    if not (state.stop and state.stop_reason == STOP_COMPLETED and state.structured_output_json):
+    if not (state.stop and state.stop_reason == StopReason.COMPLETED and state.structured_output_json):
         return False
     last = state.last_message
     if last is None or last.role != common_pb2.ROLE_TOOL:
@@ -344,62 +340,61 @@ async def _model_step(state: RunState, ctx: RunContext) -> Update:
                 only_finish = [c for c in result.message.tool_calls if c.name == FINAL_ANSWER_TOOL][:1]
                 del result.message.tool_calls[:]
                 result.message.tool_calls.extend(only_finish)
-                return Update(
-                    messages=[result.message],
-                    llm_calls=1,
-                    usage=result.usage,
-                    hint=clear,
-                    suggested_next_step=clear,
-                )
-            stop_reason = STOP_MAX_STEPS
+                return _step_update(result, clear)
+            stop_reason = StopReason.MAX_STEPS
             if result.message.tool_calls:
-                stop_reason = STOP_NEEDS_MORE_STEPS
+                stop_reason = StopReason.NEEDS_MORE_STEPS
                 names = ", ".join(c.name for c in result.message.tool_calls)
                 ctx.sink.decision(
                     "remaining_steps",
                     f"no steps left (limit {state.max_steps}) for the tools the model asked for: {names}",
                 )
-            return Update(
-                messages=[_answer(result)],
-                llm_calls=1,
-                usage=result.usage,
-                stop=True,
-                stop_reason=stop_reason,
-                hint=clear,
-                suggested_next_step=clear,
-            )
+            return _step_update(result, clear, stop_reason=stop_reason)
         params = await _params(state, ctx, with_tools=True)
         result = await _call(state, ctx, params, stream=_streams(mode, structured))
-        return Update(
-            messages=[result.message],
-            llm_calls=1,
-            usage=result.usage,
-            hint=clear,
-            suggested_next_step=clear,
-        )
+        return _step_update(result, clear)
     except RunCancelled:
-        return Update(stop=True, stop_reason=STOP_CANCELLED)
+        return Update(stop=True, stop_reason=StopReason.CANCELLED)
+
+
+def _step_update(
+    result: reasoner_pb2.StepResult, clear: str | None, stop_reason: StopReason | None = None
+) -> Update:
+    """One model call's update; `clear` consumes the one-time hint.
+
+    With a stop_reason the loop ends on this call: its message becomes the
+    answer (tool calls it still asks for are dropped, as they will not run).
+    """
+    return Update(
+        messages=[result.message if stop_reason is None else _answer(result)],
+        llm_calls=1,
+        usage=result.usage,
+        stop=True if stop_reason is not None else None,
+        stop_reason=stop_reason,
+        hint=clear,
+        suggested_next_step=clear,
+    )
 
 
 # --- finalize ------------------------------------------------------------------------
 
 
-def explain_stop(state: RunState, reason: str = "") -> str:
+def explain_stop(state: RunState, reason: StopReason | None = None) -> str:
     """The reply to give when the loop ended (for `reason`, default its stop reason) without an answer."""
     reason = reason or state.stop_reason
-    if reason == STOP_MAX_STEPS:
+    if reason == StopReason.MAX_STEPS:
         return (
             f"I stopped after {state.current_step} tool steps (the limit is {state.max_steps}) "
             "without reaching an answer."
         )
-    if reason == STOP_NEEDS_MORE_STEPS:
+    if reason == StopReason.NEEDS_MORE_STEPS:
         return (
             f"I need more steps to finish this request: the limit of {state.max_steps} tool steps "
             "was reached while more tool calls were still needed."
         )
-    if reason == STOP_CANCELLED:
+    if reason == StopReason.CANCELLED:
         return "The run was cancelled before an answer was written."
-    if reason == STOP_STRUCTURED_OUTPUT_MISSING:
+    if reason == StopReason.STRUCTURED_OUTPUT_MISSING:
         return (
             f"I could not give an answer in the required format within {state.max_steps} steps: "
             "no final_answer matched the schema."
@@ -418,30 +413,8 @@ async def finalize(state: RunState, ctx: RunContext) -> Update:
     for result in closing:
         await ctx.journal.tool_result(state.run_id, result)
         ctx.sink.tool_end(result)
-    stop_reason = state.stop_reason or STOP_COMPLETED
-    if (
-        state.config.output_schema is not None
-        and not state.structured_output_json
-        and stop_reason in (STOP_COMPLETED, STOP_MAX_STEPS)
-    ):
-        stop_reason = STOP_STRUCTURED_OUTPUT_MISSING
-    reply = state.final_reply
-    if not reply:
-        last = state.last_message
-        if state.structured_output_json:
-            texts = [
-                m.content for m in state.run_messages() if m.role == common_pb2.ROLE_ASSISTANT and m.content
-            ]
-            reply = texts[-1] if texts else state.structured_output_json
-        elif not closing and last is not None and last.role == common_pb2.ROLE_ASSISTANT:
-            reply = last.content
-    if not reply.strip():
-        explained = state.stop_reason or stop_reason != STOP_COMPLETED
-        reply = explain_stop(state, stop_reason) if explained else "The model returned an empty answer."
-    if stop_reason in (STOP_NEEDS_MORE_STEPS, STOP_STRUCTURED_OUTPUT_MISSING):
-        explanation = explain_stop(state, stop_reason)
-        if explanation not in reply:
-            reply = f"{reply}\n\n{explanation}".strip()
+    stop_reason = _final_stop_reason(state)
+    reply = _final_reply(state, stop_reason, closed_calls=bool(closing))
     update = Update(
         messages=[tool_message(r) for r in closing],
         tool_results=closing,
@@ -449,9 +422,55 @@ async def finalize(state: RunState, ctx: RunContext) -> Update:
         stop_reason=stop_reason,
         final_reply=reply,
     )
-    if stop_reason != STOP_CANCELLED:
+    if stop_reason != StopReason.CANCELLED:
         await _remember_session(state, ctx, update)
     return update
+
+
+def _final_stop_reason(state: RunState) -> StopReason:
+    """The loop's stop reason, unless a structured run ended without its output: clients must know."""
+    stop_reason = state.stop_reason or StopReason.COMPLETED
+    if (
+        state.config.output_schema is not None
+        and not state.structured_output_json
+        and stop_reason in (StopReason.COMPLETED, StopReason.MAX_STEPS)
+    ):
+        return StopReason.STRUCTURED_OUTPUT_MISSING
+    return stop_reason
+
+
+def _final_reply(state: RunState, stop_reason: StopReason, closed_calls: bool) -> str:
+    """The run's reply, never empty, and saying why when the run did not finish its work.
+
+    A reply cut short by the step limit or lacking its structured output
+    carries the explanation, so a client showing only the text still tells
+    the user what happened.
+    """
+    reply = state.final_reply or _last_answer(state, closed_calls)
+    if not reply.strip():
+        explained = state.stop_reason or stop_reason != StopReason.COMPLETED
+        reply = explain_stop(state, stop_reason) if explained else "The model returned an empty answer."
+    if stop_reason in (StopReason.NEEDS_MORE_STEPS, StopReason.STRUCTURED_OUTPUT_MISSING):
+        explanation = explain_stop(state, stop_reason)
+        if explanation not in reply:
+            reply = f"{reply}\n\n{explanation}".strip()
+    return reply
+
+
+def _last_answer(state: RunState, closed_calls: bool) -> str:
+    """What the model last wrote for the user, when no node set the reply.
+
+    A structured run's reply is the model's last text beside its output (or
+    the output itself). A last message whose tool calls were just closed as
+    cancelled asked for tools, so its text is no answer.
+    """
+    if state.structured_output_json:
+        texts = [m.content for m in state.run_messages() if m.role == common_pb2.ROLE_ASSISTANT and m.content]
+        return texts[-1] if texts else state.structured_output_json
+    last = state.last_message
+    if not closed_calls and last is not None and last.role == common_pb2.ROLE_ASSISTANT:
+        return last.content
+    return ""
 
 
 async def _remember_session(state: RunState, ctx: RunContext, update: Update) -> None:
@@ -465,6 +484,6 @@ async def _remember_session(state: RunState, ctx: RunContext, update: Update) ->
     if learned is None:
         return
     text, result = learned
-    await ctx.memories.add(state.user_id, text)
+    await ctx.memories.add_memory(state.user_id, text)
     ctx.sink.decision("memory_stored", f"session: {text}")
     update.llm_calls, update.usage = 1, result.usage

@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from agentloop.telemetry import Telemetry
-from gateway.state import STOP_CANCELLED, RunState
+from gateway.state import RunState, StopReason
 
 END = ""
 
@@ -28,12 +28,12 @@ def run_outcome(state: RunState) -> str:
     resumes it from its last checkpoint.
     """
     if state.error is not None:
-        return "interrupted" if state.error[2] == "store" else "failed"
+        return "interrupted" if state.error.interrupted else "failed"
     if state.awaiting_approval:
         return "paused"
     if not state.stop or not state.final_reply:
         return "interrupted"
-    if state.stop_reason == STOP_CANCELLED:
+    if state.stop_reason == StopReason.CANCELLED:
         return "cancelled"
     return "completed"
 
@@ -62,7 +62,7 @@ def traced_run(telemetry: Telemetry, state: RunState, start: str) -> Iterator[tr
                 span.set_attributes(
                     {
                         "agentloop.run.status": outcome,
-                        "agentloop.stop_reason": state.stop_reason,
+                        "agentloop.stop_reason": state.stop_reason or "",
                         "agentloop.steps": state.current_step,
                         "agentloop.llm_calls": state.llm_calls,
                         "gen_ai.usage.input_tokens": state.usage.prompt_tokens,
@@ -70,9 +70,9 @@ def traced_run(telemetry: Telemetry, state: RunState, start: str) -> Iterator[tr
                     }
                 )
                 if state.error is not None:
-                    code, _message, node = state.error
-                    span.set_attribute("error.type", code)
-                    span.set_status(trace.Status(trace.StatusCode.ERROR, f"{code} in {node}"))
+                    failure = state.error
+                    span.set_attribute("error.type", failure.code)
+                    span.set_status(trace.Status(trace.StatusCode.ERROR, f"{failure.code} in {failure.node}"))
     finally:
         telemetry.runs_active.add(-1)
         if start != END:  # a run adopted after its last node only gets its status written

@@ -20,7 +20,7 @@ from gateway.acting import tool_message
 from gateway.events import code_value
 from gateway.journal import describe_failure
 from gateway.run_context import RunContext
-from gateway.state import STOP_ERROR, RunState
+from gateway.state import RunFailure, RunState, StopReason
 from gateway.store.base import CheckpointRow, LeaseLost, RunRow, RunStatus, Store
 
 log = logging.getLogger(__name__)
@@ -85,8 +85,8 @@ async def end_after_fault(store: Store, state: RunState, ctx: RunContext, messag
     messages). Falls back to forcing the status when even that write fails.
     """
     code = "INTERNAL"
-    state.stop, state.stop_reason = True, STOP_ERROR
-    state.error = (code, message, FAULT_NODE)
+    state.stop, state.stop_reason = True, StopReason.ERROR
+    state.error = RunFailure(code, message, FAULT_NODE)
     ctx.sink.error(code, message, FAULT_NODE)
     try:
         history = await store.thread_messages(state.thread_id, user_id=state.user_id)

@@ -16,42 +16,35 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agentloop.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from agentloop.errors import FailedPrecondition, InvalidArgument, NotFound
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.admission import open_thread
 from gateway.catalog import ToolCatalog
 from gateway.clients import Dependencies
-from gateway.context import calibration_of
-from gateway.events import RESERVE_BLOCK, EventSink
+from gateway.events import EventSink
 from gateway.following import Followers
 from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
-from gateway.journal import RunJournal, StoreUnavailable, describe_failure, with_store_retries
+from gateway.journal import RunJournal, StoreUnavailable, describe_failure
 from gateway.live import LiveEvents
-from gateway.memory import MemoryStore
 from gateway.observe import traced_run
 from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
 from gateway.run_context import RunContext
 from gateway.snapshot import initial_state, restore
-from gateway.state import RunState
-from gateway.store.base import LeaseLost, RequestReplayed, RunRow, RunStatus, Store, ThreadBusy
-from gateway.store.hotpath import run_to_completion
+from gateway.starting import QUEUE_POLL_S, RunStarts
+from gateway.state import STORE_NODE, RunFailure, RunState
+from gateway.store.base import LeaseLost, RunRow, RunStatus, Store
 from gateway.validation import (
-    RunLikeRequest,
     check_decisions,
     new_turn_messages,
-    resolved_options,
     run_config,
 )
 
 log = logging.getLogger(__name__)
-
-_QUEUE_POLL_S = 0.05
 
 
 @dataclass
@@ -78,23 +71,11 @@ def default_instance_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-REQUEST_THREADS = uuid.UUID("5d1b6f0e-3c1a-4f0e-9a57-6e2f1c7d8b40")
-"""Namespace of the thread ids derived from request ids (uuid5)."""
+class RunManager(RunStarts):
+    """Starts, resumes, cancels and watches runs; keeps leases alive; adopts orphans.
 
-
-def new_thread_id(request_id: str) -> str:
-    """The id of a thread a request creates: random, or derived from its request_id.
-
-    Derived, concurrent attempts of one request (a client retrying while its
-    first attempt is still being set up) name the same thread, so a retry
-    never leaves a second, empty thread behind; the database then lets one
-    attempt create the run and the other attach to it.
+    Starting a new run (admission, the thread, the run row) is `gateway.starting`.
     """
-    return uuid.uuid5(REQUEST_THREADS, request_id).hex if request_id else uuid.uuid4().hex
-
-
-class RunManager:
-    """Starts, resumes, cancels and watches runs; keeps leases alive; adopts orphans."""
 
     def __init__(
         self, settings: GatewaySettings, deps: Dependencies, store: Store, telemetry: Telemetry | None = None
@@ -105,8 +86,6 @@ class RunManager:
         self._store = store
         self._catalog = ToolCatalog(deps.tools, settings.tools_cache_s)
         self.hooks = HookRegistry(settings.hook_modules, settings.hooks)
-        engine = getattr(store, "engine", None)
-        self.memories = MemoryStore(engine) if engine is not None else None
         self.instance_id = settings.instance_id or default_instance_id()
         self._active: dict[str, ActiveRun] = {}
         self._admitting = 0
@@ -247,127 +226,6 @@ class RunManager:
         """The run if it executes in this process."""
         return self._active.get(run_id)
 
-    # --- starting ----------------------------------------------------------------
-    async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
-        """Validate, create (or continue) the thread, queue the run, start it when the thread is free.
-
-        Admission counts the run before the first await, so a burst cannot
-        slip past max_active_runs. A setup that fails or is cancelled (client
-        deadline, disconnect) ends the run it created instead of leaving it
-        QUEUED or RUNNING with nobody executing it.
-
-        A request whose request_id already started a run of the user raises
-        RequestReplayed naming that run (checked first, and again by the
-        database when the run is inserted, for concurrent retries).
-        """
-        if request.request_id:
-            replayed = await self._store.run_by_request(request.user_id, request.request_id)
-            if replayed is not None:
-                raise RequestReplayed(replayed.run_id)
-        busy = len(self._active) + self._admitting
-        if busy >= self._settings.max_active_runs:
-            raise ResourceExhausted(
-                f"this gateway already runs {busy} runs (AGENTLOOP_MAX_ACTIVE_RUNS); retry later",
-                reason="TOO_MANY_RUNS",
-                retry_delay_s=1.0,
-            )
-        self._admitting += 1
-        try:
-            return await self._begin(request, streaming=streaming, deadline=deadline)
-        finally:
-            self._admitting -= 1
-
-    async def _begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
-        run_deadline = time.monotonic() + self._settings.max_run_s
-        deadline = run_deadline if deadline is None else min(deadline, run_deadline)
-        options = agent_pb2.RunOptions()
-        options.CopyFrom(request.options)
-        if not streaming:
-            options.stream_mode = agent_pb2.STREAM_MODE_NONE
-        config = run_config(options, self._settings, hooks=self.hooks)
-        new_messages = new_turn_messages(request)
-        specs = await self._catalog.select(config.tool_names, "options.tools")
-        thread_id = request.thread_id or new_thread_id(request.request_id)
-        previous = await open_thread(self._store, request, thread_id)
-        stored = agent_pb2.RunRequest(
-            input=request.input,
-            user_id=request.user_id,
-            thread_id=thread_id,
-            history=request.history,
-            options=resolved_options(options, config),
-            request_id=request.request_id,
-        )
-        run_id = uuid.uuid4().hex
-        enqueue = request.options.concurrency == agent_pb2.CONCURRENCY_POLICY_ENQUEUE
-        self._setting_up.add(run_id)
-        try:
-            try:
-                # Unless it may wait, the run is created already started: a refused
-                # one is never stored, so it never shows as the thread's latest run.
-                started = await self._store.create_run(
-                    run_id,
-                    thread_id,
-                    request.user_id,
-                    stored.SerializeToString(),
-                    owner=None if enqueue else self.instance_id,
-                    request_id=request.request_id or None,
-                    lease_s=self._settings.lease_s,
-                )
-            except ThreadBusy:
-                raise Aborted(
-                    f"thread {thread_id!r} already has an active run "
-                    "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
-                    reason="THREAD_BUSY",
-                    metadata={"thread_id": thread_id},
-                ) from None
-            if enqueue:
-                started = await self._start_when_free(run_id, thread_id)
-            history = await self._store.thread_messages(thread_id, user_id=request.user_id)
-            state = initial_state(run_id, thread_id, request.user_id, config, history)
-            # This run's messages start at its question: a new thread's seed history is the client's.
-            state.run_message_start += len(request.history)
-            if previous is not None:
-                state.calibration = calibration_of(previous.record)
-            sink = EventSink(run_id, thread_id)
-            sink.reserved_upto(started.sequence_reserved)
-            return self._launch(state, sink, specs, new_messages, START, deadline, recorded={})
-        except BaseException:
-            await run_to_completion(self._abandon(run_id))
-            raise
-        finally:
-            self._setting_up.discard(run_id)
-
-    async def _abandon(self, run_id: str) -> None:
-        """End a run whose setup did not finish: CANCELLED, owner cleared (it may not even exist)."""
-        if run_id in self._active:
-            return  # launched after all: its task ends it
-        budget = self._settings.store_retry_budget_s
-        try:
-            # Retried like any run write: a busy database (SQLite's writer lock under a
-            # burst) must not leave a QUEUED run behind, which no lease would reclaim.
-            row = await with_store_retries(lambda: self._store.get_run(run_id), "read run", budget)
-            if row is not None and not row.status.ended:
-                await with_store_retries(
-                    lambda: self._store.set_status(run_id, RunStatus.CANCELLED), "cancel run", budget
-                )
-                log.info("run %s: setup did not finish; cancelled", run_id)
-        except Exception:
-            # Left RUNNING under this gateway at worst: no heartbeat renews it,
-            # so an orphan scan takes it over once the lease expires.
-            log.warning("run %s: could not end it after a failed setup", run_id, exc_info=True)
-
-    async def _start_when_free(self, run_id: str, thread_id: str) -> RunRow:
-        """An ENQUEUEd run: RUNNING as soon as the thread's active run ends."""
-        while True:
-            try:
-                lease_s = self._settings.lease_s
-                return await self._store.start_run(run_id, self.instance_id, lease_s, reserve=RESERVE_BLOCK)
-            except ThreadBusy:
-                pass
-            freed = self._thread_freed.setdefault(thread_id, asyncio.Event())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(freed.wait(), _QUEUE_POLL_S * 10)
-
     async def resume(
         self, run_id: str, user_id: str, decisions: list[agent_pb2.ApprovalDecision] | None = None
     ) -> ActiveRun:
@@ -383,22 +241,13 @@ class RunManager:
             return active
         if row.status == RunStatus.PAUSED:
             approvals = await self._decisions_for(row, decisions or [])
-            if not self._take(run_id):
-                raise FailedPrecondition(
-                    f"run {run_id!r} is being resumed already",
-                    reason="RUN_OWNED_ELSEWHERE",
-                    metadata={"run_id": run_id},
-                )
-            try:
-                if not await self._store.claim_paused(run_id, self.instance_id, self._settings.lease_s):
-                    raise FailedPrecondition(
-                        f"run {run_id!r} was resumed or cancelled by another request",
-                        reason="RUN_OWNED_ELSEWHERE",
-                        metadata={"run_id": run_id},
-                    )
-                return await self._launch_existing(run_id, approvals)
-            finally:
-                self._taking.discard(run_id)
+            return await self._claim_and_launch(
+                run_id,
+                self._store.claim_paused,
+                busy="is being resumed already",
+                lost="was resumed or cancelled by another request",
+                approvals=approvals,
+            )
         if decisions:
             # Valid decisions, but the run is past them (another Resume or a Cancel won it).
             raise FailedPrecondition(f"run {run_id!r} is {row.status.value}, not waiting for approval")
@@ -410,20 +259,35 @@ class RunManager:
                 reason="RUN_NOT_RESUMABLE",
                 metadata={"run_id": run_id, "status": row.status.value},
             )
+        return await self._claim_and_launch(
+            run_id,
+            self._store.claim_run,
+            busy="is being resumed here already; use Watch",
+            lost=f"is owned by a live gateway ({row.owner}); Watch it",
+            takeover=True,
+        )
+
+    async def _claim_and_launch(
+        self,
+        run_id: str,
+        claim: Callable[[str, str, float], Awaitable[bool]],
+        *,
+        busy: str,
+        lost: str,
+        approvals: dict[str, agent_pb2.ApprovalDecision] | None = None,
+        takeover: bool = False,
+    ) -> ActiveRun:
+        """Continue a stored run here once this process took it and the store's `claim` gave it to us.
+
+        `busy` says why not when another request of this process is taking
+        it, `lost` when another gateway or request won the compare-and-set.
+        """
         if not self._take(run_id):
-            raise FailedPrecondition(
-                f"run {run_id!r} is being resumed here already; use Watch",
-                reason="RUN_OWNED_ELSEWHERE",
-                metadata={"run_id": run_id},
-            )
+            raise _owned_elsewhere(run_id, busy)
         try:
-            if not await self._store.claim_run(run_id, self.instance_id, self._settings.lease_s):
-                raise FailedPrecondition(
-                    f"run {run_id!r} is owned by a live gateway ({row.owner}); Watch it",
-                    reason="RUN_OWNED_ELSEWHERE",
-                    metadata={"run_id": run_id},
-                )
-            return await self._launch_existing(run_id, takeover=True)
+            if not await claim(run_id, self.instance_id, self._settings.lease_s):
+                raise _owned_elsewhere(run_id, lost)
+            return await self._launch_existing(run_id, approvals, takeover=takeover)
         finally:
             self._taking.discard(run_id)
 
@@ -506,7 +370,7 @@ class RunManager:
             deadline=deadline,
             cancel=cancel,
             recorded_results=recorded,
-            memories=self.memories,
+            memories=self._store,
             telemetry=self._telemetry,
         )
         active = ActiveRun(
@@ -520,8 +384,6 @@ class RunManager:
             journal=journal,
         )
         self._active[state.run_id] = active
-        if self._live is not None:
-            self._live.publish_run(state.run_id, sink)
         if resumed is not None:
             sink.decision("resumed", resumed)
         active.task = asyncio.create_task(self._execute(active, ctx, start), name=f"run-{state.run_id}")
@@ -549,8 +411,8 @@ class RunManager:
             # checkpoint, this one's orphan scan included.
             log.error("run %s: %s; it will be resumed when the database is back", active.run_id, exc)
             message = "the database is unavailable; the run will resume from its last checkpoint"
-            active.state.error = ("UNAVAILABLE", message, "store")
-            active.sink.error("UNAVAILABLE", message, "store", stored=False)
+            active.state.error = RunFailure("UNAVAILABLE", message, STORE_NODE)
+            active.sink.error("UNAVAILABLE", message, STORE_NODE, stored=False)
             return active.state
         except Exception as exc:
             # Whatever escaped the graph (a database error nobody classified,
@@ -596,7 +458,7 @@ class RunManager:
                 return row.status
             if row.status in (RunStatus.PAUSED, RunStatus.RUNNING):
                 if not self._take(run_id):
-                    await asyncio.sleep(_QUEUE_POLL_S)  # being handed to this process: cancel it there
+                    await asyncio.sleep(QUEUE_POLL_S)  # being handed to this process: cancel it there
                     continue
                 closing = await self._close_here(run_id, row.status)
                 if closing is None and row.status == RunStatus.PAUSED:
@@ -651,3 +513,10 @@ class RunManager:
 def deadline_from(remaining: float | None) -> float | None:
     """A monotonic deadline from a gRPC context's time_remaining()."""
     return None if remaining is None else time.monotonic() + remaining
+
+
+def _owned_elsewhere(run_id: str, why: str) -> FailedPrecondition:
+    """The run is someone else's to continue (RUN_OWNED_ELSEWHERE: the client Watches it instead)."""
+    return FailedPrecondition(
+        f"run {run_id!r} {why}", reason="RUN_OWNED_ELSEWHERE", metadata={"run_id": run_id}
+    )

@@ -8,22 +8,23 @@ half-recorded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import datetime
 
 import grpc
 from google.protobuf import timestamp_pb2
 
 from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
+from agentloop.retry import RetryPolicy
 from agentloop.security import Authenticator, TlsSettings, caller_resolved, service_token_from_env
-from agentloop.serving import ServerHandle, build_server, run_until_signal
+from agentloop.serving import Server, serve_service
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
-from gateway.clients import Dependencies, Retry
+from gateway.clients import Dependencies
 from gateway.events import status_code
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
@@ -189,13 +190,13 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             return await self._outcome(active.run_id, active.thread_id, events)
         state = active.state
         if state.error is not None:
-            code, message, node = state.error
+            failure = state.error
             err = AgentloopError(
-                f"run failed in {node}: {message}",
+                f"run failed in {failure.node}: {failure.message}",
                 reason="RUN_FAILED",
-                metadata={"run_id": state.run_id, "thread_id": state.thread_id, "node": node},
+                metadata={"run_id": state.run_id, "thread_id": state.thread_id, "node": failure.node},
             )
-            err.code = grpc.StatusCode[code]
+            err.code = grpc.StatusCode[failure.code]
             raise err
         return agent_pb2.InvokeResponse(
             run_id=state.run_id,
@@ -337,10 +338,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     ) -> agent_pb2.ListMemoriesResponse:
         check_ids(request)
         size, offset = page_request(request.page_size, request.page_token)
-        memories = self.manager.memories
-        if memories is None:
-            raise FailedPrecondition("this gateway's store keeps no memories")
-        rows = await memories.list(request.user_id, limit=size + 1, offset=offset)
+        rows = await self.manager.store.list_memories(request.user_id, limit=size + 1, offset=offset)
         response = agent_pb2.ListMemoriesResponse(
             memories=[
                 agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
@@ -357,10 +355,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         check_ids(request)
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
-        memories = self.manager.memories
-        if memories is None:
-            raise FailedPrecondition("this gateway's store keeps no memories")
-        if not await memories.delete(request.user_id, request.memory_id):
+        if not await self.manager.store.delete_memory(request.user_id, request.memory_id):
             raise NotFound(f"memory {request.memory_id!r} not found")
         return agent_pb2.DeleteMemoryResponse()
 
@@ -442,30 +437,19 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             yield agent_pb2.WatchResponse(event=event)
 
 
-@dataclass
-class Gateway:
-    """A running gateway: server, service, run manager and what they hold open."""
+class Gateway(Server):
+    """A running gateway: its server, and the service, run manager, connections and store behind it.
 
-    handle: ServerHandle
+    Closing it drains streams, then stops local runs at their last checkpoint and hands their
+    leases over, then closes the connections to the Reasoner and ToolService and the store.
+    """
+
     service: AgentService
     manager: RunManager
     deps: Dependencies
     store: Store
-    health: DependencyHealth | None = None
-    health_task: asyncio.Task[None] | None = None
-
-    @property
-    def port(self) -> int:
-        return self.handle.port
-
-    async def close(self, grace: float | None = 5.0) -> None:
-        """Drain streams, stop local runs at their last checkpoint, hand leases over, close connections."""
-        if self.health_task is not None:
-            self.health_task.cancel()
-        await self.handle.stop(grace)
-        await self.manager.shutdown()
-        await self.store.close()
-        await self.deps.close()
+    health: DependencyHealth
+    """The dependency probes that flip the gateway's own health (readiness)."""
 
 
 async def create_server(
@@ -481,68 +465,72 @@ async def create_server(
     `tls` secures both the gateway's own port and its calls to the Reasoner
     and ToolService; `authenticator` turns on bearer-token authentication;
     `service_token` is sent on every call to the Reasoner and ToolService.
+    A `store` given here is closed with the gateway, like the one it opens.
     """
-    if store is None:
-        store = await open_store(
-            settings.database_url or None,
-            migrate=settings.db_migrate,
-            pool_size=settings.db_pool_size,
-            lease_s=settings.lease_s,
-            connect_s=settings.db_connect_s,
+    async with Gateway().starting() as gateway:
+        if store is None:
+            store = await open_store(
+                settings.database_url or None,
+                migrate=settings.db_migrate,
+                pool_size=settings.db_pool_size,
+                lease_s=settings.lease_s,
+                connect_s=settings.db_connect_s,
+            )
+        gateway.store = store
+        gateway.resources.push_async_callback(store.close)
+        gateway.deps = deps = Dependencies(
+            settings.reasoner_addr,
+            settings.tools_addr,
+            RetryPolicy(settings.rpc_attempts, settings.rpc_backoff_s, wait_s=settings.rpc_wait_s),
+            tls=tls,
+            service_token=service_token,
         )
-    deps = Dependencies(
+        gateway.resources.push_async_callback(deps.close)
+        gateway.manager = manager = RunManager(settings, deps, store, telemetry)
+        gateway.resources.push_async_callback(manager.shutdown)
+        gateway.service = service = AgentService(manager)
+        handle = await gateway.listen(
+            lambda server: agent_pb2_grpc.add_AgentServicer_to_server(service, server),
+            [SERVICE_NAME],
+            settings.host,
+            settings.port,
+            telemetry,
+            tls=tls,
+            authenticator=authenticator,
+            max_message_bytes=settings.max_message_bytes,
+        )
+        manager.start_background()
+        probes = {
+            "reasoner": service_probe(deps.reasoner_channel),
+            "tools": service_probe(deps.tools_channel),
+            "store": store_probe(store),
+        }
+        gateway.health = DependencyHealth(handle.health, SERVICE_NAME, probes, settings.health_interval_s)
+        health_task = asyncio.create_task(gateway.health.run(), name="gateway-health")
+        gateway.resources.push_async_callback(_cancelled, health_task)
+    log.info(
+        "gateway %s uses reasoner at %s and tools at %s",
+        manager.instance_id,
         settings.reasoner_addr,
         settings.tools_addr,
-        Retry(settings.rpc_attempts, settings.rpc_backoff_s, wait_s=settings.rpc_wait_s),
-        tls=tls,
-        service_token=service_token,
     )
-    manager = RunManager(settings, deps, store, telemetry)
-    service = AgentService(manager)
-    handle = await build_server(
-        lambda server: agent_pb2_grpc.add_AgentServicer_to_server(service, server),
-        [SERVICE_NAME],
-        settings.host,
-        settings.port,
-        telemetry,
-        tls=tls,
-        authenticator=authenticator,
-        max_message_bytes=settings.max_message_bytes,
-    )
-    manager.start_background()
-    gateway = Gateway(handle, service, manager, deps, store)
-    probes = {"reasoner": service_probe(deps.reasoner_channel), "tools": service_probe(deps.tools_channel)}
-    engine = getattr(store, "engine", None)
-    if engine is not None:
-        probes["store"] = store_probe(engine)
-    gateway.health = DependencyHealth(handle.health, SERVICE_NAME, probes, settings.health_interval_s)
-    gateway.health_task = asyncio.create_task(gateway.health.run(), name="gateway-health")
     return gateway
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait until it has stopped."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def serve(settings: GatewaySettings) -> None:
     """Run a gateway until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
-    telemetry = Telemetry.from_env("agentloop-gateway")
-    gateway = await create_server(
-        settings,
-        telemetry=telemetry,
-        tls=TlsSettings.from_env(),
-        authenticator=Authenticator.from_env(),
-        service_token=service_token_from_env(),
+    tls, authenticator, token = TlsSettings.from_env(), Authenticator.from_env(), service_token_from_env()
+    await serve_service(
+        "gateway",
+        "agentloop-gateway",
+        lambda telemetry: create_server(
+            settings, telemetry=telemetry, tls=tls, authenticator=authenticator, service_token=token
+        ),
     )
-    log.info(
-        "gateway %s uses reasoner at %s and tools at %s",
-        gateway.manager.instance_id,
-        settings.reasoner_addr,
-        settings.tools_addr,
-    )
-
-    async def stop() -> None:
-        if gateway.health_task is not None:
-            gateway.health_task.cancel()
-        await gateway.manager.shutdown()
-        await gateway.store.close()
-        await gateway.deps.close()
-        await telemetry.aclose()
-
-    await run_until_signal(gateway.handle, "gateway", on_stop=stop)

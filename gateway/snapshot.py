@@ -21,7 +21,7 @@ from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
 from gateway.events import stop_reason_value
-from gateway.state import STOP_PAUSED, RunConfig, RunState
+from gateway.state import RunConfig, RunFailure, RunState, StopReason
 
 
 def initial_state(
@@ -45,7 +45,7 @@ def to_record(
         llm_calls=state.llm_calls,
         usage=state.usage,
         stop=state.stop,
-        stop_reason=state.stop_reason,
+        stop_reason=state.stop_reason or "",
         final_reply=state.final_reply,
         message_count=len(state.messages) - 1,
         tools_used=state.tools_used,
@@ -61,10 +61,9 @@ def to_record(
         calibration_estimate_tokens=state.calibration.estimate_tokens,
     )
     if state.error is not None:
-        code, message, failed_node = state.error
-        record.error.code = code
-        record.error.message = message
-        record.error.node = failed_node
+        record.error.code = state.error.code
+        record.error.message = state.error.message
+        record.error.node = state.error.node
     if state.recalled is not None:
         record.memory_recalled = True
         record.recalled_memories.extend(state.recalled)
@@ -86,7 +85,7 @@ def restore(
     state.llm_calls = record.llm_calls
     state.usage.CopyFrom(record.usage)
     state.stop = record.stop
-    state.stop_reason = record.stop_reason
+    state.stop_reason = StopReason(record.stop_reason) if record.stop_reason else None
     state.final_reply = record.final_reply
     state.tools_used = list(record.tools_used)
     state.suggested_next_step = record.suggested_next_step
@@ -94,11 +93,13 @@ def restore(
     state.structured_output_json = record.structured_output_json
     state.run_message_start = record.run_message_start + 1
     state.awaiting_approval = record.awaiting_approval and not decisions
-    if decisions and state.stop_reason == STOP_PAUSED:
-        state.stop_reason = ""
+    if decisions and state.stop_reason == StopReason.PAUSED:
+        state.stop_reason = None
     state.approvals = {**record.approvals, **(decisions or {})}
     state.calibration = Calibration(record.calibration_prompt_tokens, record.calibration_estimate_tokens)
-    state.error = (record.error.code, record.error.message, record.error.node) if record.error.code else None
+    state.error = (
+        RunFailure(record.error.code, record.error.message, record.error.node) if record.error.code else None
+    )
     state.recalled = list(record.recalled_memories) if record.memory_recalled else None
     state.tool_call_history, state.tool_result_history = _histories(state, record.tool_calls, recorded)
 

@@ -10,6 +10,7 @@ version still loads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from agentloop.v1 import agent_pb2, common_pb2
@@ -19,15 +20,42 @@ from gateway.loop_detection import LoopSettings
 
 DEFAULT_MAX_STEPS = 25
 
-STOP_COMPLETED = "completed"
-STOP_MAX_STEPS = "max_steps"
-STOP_ERROR = "error"
-STOP_CANCELLED = "cancelled"
-STOP_LOOP = "loop_detected"
-STOP_NEEDS_MORE_STEPS = "needs_more_steps"
-STOP_PAUSED = "paused"
-STOP_STRUCTURED_OUTPUT_MISSING = "structured_output_missing"
-"""An output schema was asked for and no answer validated within the step limit."""
+
+class StopReason(StrEnum):
+    """Why a run stopped.
+
+    The values are stored in checkpoints and name the wire enum (`completed` is
+    STOP_REASON_COMPLETED), so they never change once released.
+    """
+
+    COMPLETED = "completed"
+    MAX_STEPS = "max_steps"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    LOOP_DETECTED = "loop_detected"
+    NEEDS_MORE_STEPS = "needs_more_steps"
+    PAUSED = "paused"
+    STRUCTURED_OUTPUT_MISSING = "structured_output_missing"
+    """An output schema was asked for and no answer validated within the step limit."""
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a run failed: what its error event and a unary caller's status carry."""
+
+    code: str
+    """The gRPC status code's name (UNAVAILABLE, INTERNAL, ...)."""
+    message: str
+    node: str
+    """The node that failed; "store" when the database went away and the run is resumed later."""
+
+    @property
+    def interrupted(self) -> bool:
+        """The run did not fail: this process lost its database and another execution resumes it."""
+        return self.node == STORE_NODE
+
+
+STORE_NODE = "store"
 
 
 @dataclass(frozen=True)
@@ -68,7 +96,7 @@ class Update:
     llm_calls: int = 0
     usage: common_pb2.Usage | None = None
     stop: bool | None = None
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     final_reply: str | None = None
     suggested_next_step: str | None = None
     hint: str | None = None
@@ -110,10 +138,10 @@ class RunState:
     llm_calls: int = 0
     usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
     stop: bool = False
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None
+    """None while the run goes on (stored as "")."""
     final_reply: str = ""
-    error: tuple[str, str, str] | None = None
-    """(status code name, message, node) when the run failed."""
+    error: RunFailure | None = None
     suggested_next_step: str = ""
     hint: str = ""
     """One-time flow-guidance hint for the next model call; never stored in the conversation."""

@@ -87,27 +87,52 @@ def request_kwargs(params: reasoner_pb2.CompletionParams, default_model: str) ->
         "model": params.model or default_model,
         "messages": [message_to_openai(m, f"params.messages[{i}]") for i, m in enumerate(params.messages)],
     }
-    if params.tools:
-        kwargs["tools"] = [tool_to_openai(t, f"params.tools[{i}]") for i, t in enumerate(params.tools)]
-        choice = params.tool_choice.WhichOneof("choice") if params.HasField("tool_choice") else None
-        if choice == "function_name":
-            kwargs["tool_choice"] = {
-                "type": "function",
-                "function": {"name": params.tool_choice.function_name},
-            }
-        elif choice == "mode":
-            kwargs["tool_choice"] = _TOOL_CHOICE_MODES[params.tool_choice.mode]
-        if params.HasField("parallel_tool_calls"):
-            kwargs["parallel_tool_calls"] = params.parallel_tool_calls
-    elif params.HasField("tool_choice") and params.tool_choice.WhichOneof("choice") == "function_name":
-        raise InvalidArgument("params.tool_choice", "names a tool but params.tools is empty")
+    kwargs.update(_tool_kwargs(params))
     if params.response_format_json:
-        try:
-            kwargs["response_format"] = loads_bounded(params.response_format_json, what="response_format")
-        except JsonLimitError as exc:
-            raise InvalidArgument("params.response_format_json", exc.problem) from None
-        except ValueError as exc:
-            raise InvalidArgument("params.response_format_json", f"is not valid JSON: {exc}") from None
+        kwargs["response_format"] = _response_format(params.response_format_json)
+    kwargs.update(_sampling_kwargs(params))
+    return kwargs
+
+
+def _tool_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
+    """The tools offered and how the model may choose among them.
+
+    A tool choice naming a function with no tools offered is refused here:
+    the endpoint's own error would not say which field is wrong.
+    """
+    if not params.tools:
+        if params.HasField("tool_choice") and params.tool_choice.WhichOneof("choice") == "function_name":
+            raise InvalidArgument("params.tool_choice", "names a tool but params.tools is empty")
+        return {}
+    kwargs: dict[str, Any] = {
+        "tools": [tool_to_openai(t, f"params.tools[{i}]") for i, t in enumerate(params.tools)]
+    }
+    choice = params.tool_choice.WhichOneof("choice") if params.HasField("tool_choice") else None
+    if choice == "function_name":
+        kwargs["tool_choice"] = {
+            "type": "function",
+            "function": {"name": params.tool_choice.function_name},
+        }
+    elif choice == "mode":
+        kwargs["tool_choice"] = _TOOL_CHOICE_MODES[params.tool_choice.mode]
+    if params.HasField("parallel_tool_calls"):
+        kwargs["parallel_tool_calls"] = params.parallel_tool_calls
+    return kwargs
+
+
+def _response_format(text: str) -> Any:
+    """The response format's JSON, read within the size and depth bounds of any client JSON."""
+    try:
+        return loads_bounded(text, what="response_format")
+    except JsonLimitError as exc:
+        raise InvalidArgument("params.response_format_json", exc.problem) from None
+    except ValueError as exc:
+        raise InvalidArgument("params.response_format_json", f"is not valid JSON: {exc}") from None
+
+
+def _sampling_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
+    """Temperature and token limit, checked here so a bad value is the caller's error, not the endpoint's."""
+    kwargs: dict[str, Any] = {}
     if params.HasField("temperature"):
         if not 0.0 <= params.temperature <= 2.0:
             raise InvalidArgument("params.temperature", "must be between 0 and 2")

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
@@ -325,16 +325,11 @@ async def _call(
     limit = timeout_s if tool.timeout_s is None else min(tool.timeout_s, timeout_s)
     deadline = asyncio.timeout(limit)
     try:
-        kwargs = tool.bind(call.arguments_json)
-        if tool.context_param is not None:
-            kwargs[tool.context_param] = ToolContext(call.id, tool.name, limit, key or call.id)
-        for param, kind in tool.injected:
-            kwargs[param] = (injected or _NO_INJECTED).value(kind)
+        kwargs = _arguments(tool, call, limit, key, injected)
         async with deadline:
             value = await tool.invoke(kwargs)
         content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        # More characters than bytes allowed is too large whatever the encoding; else count the bytes.
-        size = len(content) if len(content) > limits.max_result_bytes else _utf8_size(content)
+        size = _size(content, limits.max_result_bytes)
         if size > limits.max_result_bytes:
             return _too_large(call, size, limits.max_result_bytes, "a tool result may hold", start)
     except ArgumentError as exc:
@@ -348,10 +343,7 @@ async def _call(
         if isinstance(exc, TimeoutError) and deadline.expired():
             message = f"{tool.name} did not finish within {limit:g} s and was stopped"
             return _failure(call, common_pb2.TOOL_ERROR_KIND_TIMEOUT, message, start)
-        log.warning("tool %s (call %s) raised %s", tool.name, call.id, type(exc).__name__, exc_info=exc)
-        text = str(exc)
-        message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-        return _failure(call, common_pb2.TOOL_ERROR_KIND_EXCEPTION, message, start)
+        return _raised(tool, call, exc, start)
     return common_pb2.ToolResult(
         tool_call_id=call.id,
         name=call.name,
@@ -359,6 +351,31 @@ async def _call(
         error_kind=common_pb2.TOOL_ERROR_KIND_NONE,
         duration=duration(time.perf_counter() - start),
     )
+
+
+def _arguments(
+    tool: Tool, call: common_pb2.ToolCall, limit: float, key: str, injected: InjectedValues | None
+) -> dict[str, Any]:
+    """The call's keyword arguments: the model's, validated, plus context and injected ones it never sees."""
+    kwargs = tool.bind(call.arguments_json)
+    if tool.context_param is not None:
+        kwargs[tool.context_param] = ToolContext(call.id, tool.name, limit, key or call.id)
+    for param, kind in tool.injected:
+        kwargs[param] = (injected or _NO_INJECTED).value(kind)
+    return kwargs
+
+
+def _size(content: str, max_bytes: int) -> int:
+    """The content's UTF-8 size, or its length when that alone is over `max_bytes` (no need to encode it)."""
+    return len(content) if len(content) > max_bytes else _utf8_size(content)
+
+
+def _raised(tool: Tool, call: common_pb2.ToolCall, exc: Exception, start: float) -> common_pb2.ToolResult:
+    """A tool's exception as an error result the model can read; the traceback goes to the log only."""
+    log.warning("tool %s (call %s) raised %s", tool.name, call.id, type(exc).__name__, exc_info=exc)
+    text = str(exc)
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return _failure(call, common_pb2.TOOL_ERROR_KIND_EXCEPTION, message, start)
 
 
 def _failure(call: common_pb2.ToolCall, kind: ErrorKind, message: str, start: float) -> common_pb2.ToolResult:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeAlias
 
 from agentloop.channels import MAX_MESSAGE_BYTES
-from agentloop.jsonlimits import JsonLimitError, loads_bounded
+from agentloop.jsonlimits import JsonLimitError, json_kind, loads_bounded
 from agentloop.v1 import common_pb2
 
 InjectedKind: TypeAlias = Literal["conversation", "user_id", "thread_id", "run_id", "run_metadata"]
@@ -140,17 +140,5 @@ def _parse(text: str, field: str, expected: type) -> Any:
         raise ValueError(f"{field}: is not valid JSON ({exc.msg} at {where})") from None
     if not isinstance(value, expected):
         wanted = "array" if expected is list else "object"
-        raise ValueError(f"{field}: must be a JSON {wanted}, got {_json_kind(value)}")
+        raise ValueError(f"{field}: must be a JSON {wanted}, got {json_kind(value)}")
     return value
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "null" if value is None else "a number"

@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.validators import validator_for
 
-from agentloop.jsonlimits import JsonLimitError, loads_bounded
+from agentloop.jsonlimits import JsonLimitError, json_kind, loads_bounded
 from agentloop.loop_policy import LoopPolicy
 from agentloop.v1 import common_pb2
 from tool_svc.schema import FunctionSchema, function_schema
@@ -245,14 +245,7 @@ class Tool:
         self.timeout_s = timeout_s if timeout_s is not None else options.timeout_s
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise ValueError(f"tool {self.name!r}: timeout_s must be > 0, got {self.timeout_s!r}")
-        try:
-            self.next_steps = check_next_steps(options.next_steps if next_steps is None else next_steps)
-            self.requires_approval = _check_flag(
-                options.requires_approval if requires_approval is None else requires_approval
-            )
-            self.loop_policy = _check_loop_policy(options.loop_policy if loop_policy is None else loop_policy)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"tool {self.name!r}: {exc}") from None
+        self._set_policies(options, next_steps, requires_approval, loop_policy)
         self.parameters = derived.parameters
         self.context_param = derived.context_param
         # (parameter name, injected kind) of each parameter the executor fills from the run.
@@ -265,6 +258,27 @@ class Tool:
         validator_class = validator_for(derived.parameters, default=Draft202012Validator)
         validator_class.check_schema(derived.parameters)
         self._validator = validator_class(derived.parameters)
+
+    def _set_policies(
+        self,
+        options: ToolOptions,
+        next_steps: Iterable[NextStep] | None,
+        requires_approval: bool | None,
+        loop_policy: LoopPolicy | None,
+    ) -> None:
+        """Next steps, approval and loop policy: an argument given here overrides the decorator's.
+
+        A bad value names the tool, since registration errors are read far
+        from the function that caused them.
+        """
+        try:
+            self.next_steps = check_next_steps(options.next_steps if next_steps is None else next_steps)
+            self.requires_approval = _check_flag(
+                options.requires_approval if requires_approval is None else requires_approval
+            )
+            self.loop_policy = _check_loop_policy(options.loop_policy if loop_policy is None else loop_policy)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"tool {self.name!r}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, fn={self.fn!r})"
@@ -330,7 +344,7 @@ class Tool:
         if not isinstance(arguments, dict):
             raise ArgumentError(
                 common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS,
-                f"arguments must be a JSON object, got {_json_kind(arguments)}; "
+                f"arguments must be a JSON object, got {json_kind(arguments)}; "
                 f"send one JSON object with the properties: {self._property_names}",
             )
         return arguments
@@ -441,15 +455,3 @@ def _external_schema(parameters: dict[str, Any]) -> FunctionSchema:
         raise ValueError("a tool's parameters schema must be a JSON object schema of type 'object'")
     normalized = {"type": "object", "properties": {}, **parameters}
     return FunctionSchema("", normalized, (), (), None, ())
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"

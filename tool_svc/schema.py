@@ -93,37 +93,68 @@ def parse_docstring(doc: str | None) -> Docstring:
     """
     if not doc:
         return Docstring("", {})
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    item_indent = -1
+    reader = _DocstringReader()
     for line in inspect.cleandoc(doc).splitlines():
+        reader.read(line)
+    description, params = reader.description, reader.params
+    paragraphs = "\n".join(description).split("\n\n")
+    return Docstring("\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip()), params)
+
+
+class _DocstringReader:
+    """Reads a docstring line by line, remembering the section and the parameter being described.
+
+    A parameter's description may go on over indented lines, so each line's
+    meaning depends on the ones before it.
+    """
+
+    def __init__(self) -> None:
+        self.description: list[str] = []
+        self.params: dict[str, str] = {}
+        self._section: str | None = None
+        self._current: str | None = None
+        self._item_indent = -1
+
+    def read(self, line: str) -> None:
         stripped = line.strip()
         indent = len(line) - len(stripped) if stripped else -1
         if _SECTION.match(line):
-            section, current, item_indent = line.split(":")[0].strip().lower(), None, -1
+            self._section, self._current, self._item_indent = line.split(":")[0].strip().lower(), None, -1
         elif line.startswith(":"):
-            section = "rest"
-            match = _REST_PARAM.match(line)
-            current = match.group(1) if match else None
-            if match:
-                params[match.group(1)] = match.group(2).strip()
-        elif section is None:
-            description.append(stripped)
+            self._rest_field(line)
+        elif self._section is None:
+            self.description.append(stripped)
         elif indent == 0:
-            section, current = "ended", None
-        elif section in _PARAM_SECTIONS and indent > 0:
-            item = _GOOGLE_ITEM.match(stripped)
-            if item and (current is None or indent <= item_indent):
-                current, item_indent = item.group(1), indent
-                params[current] = item.group(2).strip()
-            elif current is not None:
-                params[current] = f"{params[current]} {stripped}".strip()
-        elif section == "rest" and indent > 0 and current is not None:
-            params[current] = f"{params[current]} {stripped}".strip()
-    paragraphs = "\n".join(description).split("\n\n")
-    return Docstring("\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip()), params)
+            self._section, self._current = "ended", None
+        elif self._section in _PARAM_SECTIONS and indent > 0:
+            self._google_item(stripped, indent)
+        elif self._section == "rest" and indent > 0:
+            self._go_on(stripped)
+
+    def _rest_field(self, line: str) -> None:
+        """A reST field (``:param name: text``); other fields end the description of the last one."""
+        self._section = "rest"
+        match = _REST_PARAM.match(line)
+        self._current = match.group(1) if match else None
+        if match:
+            self.params[match.group(1)] = match.group(2).strip()
+
+    def _google_item(self, stripped: str, indent: int) -> None:
+        """A line of an Args section: a new ``name: text`` item, or more of the current one's text.
+
+        A line shaped like an item but indented deeper than the current item
+        is part of its text (``see: the manual``), not a new parameter.
+        """
+        item = _GOOGLE_ITEM.match(stripped)
+        if item and (self._current is None or indent <= self._item_indent):
+            self._current, self._item_indent = item.group(1), indent
+            self.params[self._current] = item.group(2).strip()
+        else:
+            self._go_on(stripped)
+
+    def _go_on(self, text: str) -> None:
+        if self._current is not None:
+            self.params[self._current] = f"{self.params[self._current]} {text}".strip()
 
 
 def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchema:
@@ -162,9 +193,7 @@ def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchem
             schema, convert, nullable = _describe_param(annotation, param.default, frozenset())
         except _Unsupported as exc:
             raise TypeError(f"tool function {where}: parameter {name!r}: {exc}") from None
-        if doc.params.get(name):
-            schema = {**schema, "description": doc.params[name]}
-        properties[name] = schema
+        properties[name] = _with_description(schema, doc.params.get(name))
         if param.default is param.empty:
             if nullable:
                 implicit_none.append(name)
@@ -172,12 +201,13 @@ def function_schema(fn: Callable[..., Any], context_type: type) -> FunctionSchem
                 required.append(name)
         if convert is not None:
             converters.append((name, convert))
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        parameters["required"] = required
-    parameters["additionalProperties"] = False
     return FunctionSchema(
-        doc.description, parameters, tuple(converters), tuple(implicit_none), context_param, tuple(injected)
+        doc.description,
+        _closed_object(properties, required),
+        tuple(converters),
+        tuple(implicit_none),
+        context_param,
+        tuple(injected),
     )
 
 
@@ -241,24 +271,13 @@ def _describe_param(
 def _describe(tp: Any, seen: frozenset[type]) -> tuple[dict[str, Any], Converter | None]:
     """Translate one annotation to (JSON schema, converter or None when values pass through as is)."""
     if tp in _SCALARS:
-        schema: dict[str, Any] = {"type": _SCALARS[tp]}
-        return schema, (_as_float if tp is float else _as_int if tp is int else None)
+        return _scalar_schema(tp)
     origin = get_origin(tp)
     args = get_args(tp)
     if tp is list or origin is list:
-        if not args:
-            return {"type": "array"}, None
-        items, convert_item = _describe(args[0], seen)
-        return {"type": "array", "items": items}, (_each(convert_item) if convert_item else None)
+        return _array_schema(args, seen)
     if tp is dict or origin is dict:
-        if not args:
-            return {"type": "object"}, None
-        if args[0] is not str:
-            raise _Unsupported(f"dict keys must be str (JSON object keys), not {_name(args[0])}")
-        values, convert_value = _describe(args[1], seen)
-        return {"type": "object", "additionalProperties": values}, (
-            _each_value(convert_value) if convert_value else None
-        )
+        return _map_schema(args, seen)
     if origin is Literal:
         return _enum_schema(list(args)), None
     if origin in (Union, types.UnionType):
@@ -266,25 +285,44 @@ def _describe(tp: Any, seen: frozenset[type]) -> tuple[dict[str, Any], Converter
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema([member.value for member in tp]), tp
     if isinstance(tp, type) and (is_typeddict(tp) or dataclasses.is_dataclass(tp)):
-        if tp in seen:
-            raise _Unsupported(f"{tp.__name__} refers to itself; recursive types are not supported")
-        return _object_schema(tp, seen | {tp})
+        return _object_schema(tp, seen)
     raise _Unsupported(f"{_name(tp)} is not a supported annotation")
+
+
+def _scalar_schema(tp: type) -> tuple[dict[str, Any], Converter | None]:
+    """A JSON scalar; numbers get the declared type, as JSON Schema's integer accepts 2.0 and number 3."""
+    schema: dict[str, Any] = {"type": _SCALARS[tp]}
+    return schema, (_as_float if tp is float else _as_int if tp is int else None)
+
+
+def _array_schema(args: tuple[Any, ...], seen: frozenset[type]) -> tuple[dict[str, Any], Converter | None]:
+    """``list`` or ``list[X]``: items are converted only when X's values need it."""
+    if not args:
+        return {"type": "array"}, None
+    items, convert_item = _describe(args[0], seen)
+    return {"type": "array", "items": items}, (_each(convert_item) if convert_item else None)
+
+
+def _map_schema(args: tuple[Any, ...], seen: frozenset[type]) -> tuple[dict[str, Any], Converter | None]:
+    """``dict`` or ``dict[str, X]``: JSON object keys are strings, so other key types cannot arrive."""
+    if not args:
+        return {"type": "object"}, None
+    if args[0] is not str:
+        raise _Unsupported(f"dict keys must be str (JSON object keys), not {_name(args[0])}")
+    values, convert_value = _describe(args[1], seen)
+    return {"type": "object", "additionalProperties": values}, (
+        _each_value(convert_value) if convert_value else None
+    )
 
 
 def _object_schema(cls: type, seen: frozenset[type]) -> tuple[dict[str, Any], Converter | None]:
     """A TypedDict or dataclass as a nested object with its own required list."""
-    try:
-        hints = get_type_hints(cls)
-    except NameError as exc:
-        raise _Unsupported(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
-    if any(_contains_injected(tp) for tp in get_type_hints(cls, include_extras=True).values()):
-        raise _Unsupported(
-            f"{cls.__name__} has an injected field; only a tool's own parameters can be injected"
-        )
+    if cls in seen:
+        raise _Unsupported(f"{cls.__name__} refers to itself; recursive types are not supported")
+    seen = seen | {cls}
+    hints = _field_hints(cls)
     is_dataclass = dataclasses.is_dataclass(cls)
-    generated_doc = is_dataclass and (cls.__doc__ or "").startswith(f"{cls.__name__}(")
-    doc = parse_docstring(None if generated_doc else cls.__doc__)
+    doc = _class_doc(cls)
     properties: dict[str, Any] = {}
     converters: dict[str, Converter] = {}
     required: list[str] = []
@@ -294,24 +332,52 @@ def _object_schema(cls: type, seen: frozenset[type]) -> tuple[dict[str, Any], Co
             schema, convert, nullable = _describe_param(hints[name], default, seen)
         except _Unsupported as exc:
             raise _Unsupported(f"field {cls.__name__}.{name}: {exc}") from None
-        if doc.params.get(name):
-            schema = {**schema, "description": doc.params[name]}
-        properties[name] = schema
+        properties[name] = _with_description(schema, doc.params.get(name))
         if not has_default:
             # A dataclass field typed X | None may be left out (it gets None); a TypedDict
             # key stays required when the TypedDict says so, whatever its type.
             (implicit_none if nullable and is_dataclass else required).append(name)
         if convert is not None:
             converters[name] = convert
-    schema = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    schema["additionalProperties"] = False
+    schema = _closed_object(properties, required)
     if doc.description:
         schema["description"] = doc.description
     if is_dataclass:
         return schema, _build_dataclass(cls, converters, tuple(implicit_none))
     return schema, (_convert_keys(converters) if converters else None)
+
+
+def _field_hints(cls: type) -> dict[str, Any]:
+    """A class's field types; injected markers are refused, as only a tool's own parameters get values."""
+    try:
+        hints = get_type_hints(cls)
+    except NameError as exc:
+        raise _Unsupported(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+    if any(_contains_injected(tp) for tp in get_type_hints(cls, include_extras=True).values()):
+        raise _Unsupported(
+            f"{cls.__name__} has an injected field; only a tool's own parameters can be injected"
+        )
+    return hints
+
+
+def _class_doc(cls: type) -> Docstring:
+    """A class's docstring, without the signature dataclasses write when it has none."""
+    generated = dataclasses.is_dataclass(cls) and (cls.__doc__ or "").startswith(f"{cls.__name__}(")
+    return parse_docstring(None if generated else cls.__doc__)
+
+
+def _with_description(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+    """The schema with the docstring's description of its parameter or field, if it has one."""
+    return {**schema, "description": description} if description else schema
+
+
+def _closed_object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An object schema refusing unknown keys: a misspelt argument must fail, not be dropped silently."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema
 
 
 def _fields(cls: type, hints: Mapping[str, Any]) -> list[tuple[str, Any, bool]]:

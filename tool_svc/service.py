@@ -11,14 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import grpc
 
 from agentloop.errors import InvalidArgument
 from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
-from agentloop.serving import ServerHandle, build_server, run_until_signal
+from agentloop.serving import Server, serve_service
 from agentloop.settings import SettingError, ToolSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
@@ -29,9 +27,6 @@ from tool_svc.injected import InjectedValues
 from tool_svc.loader import load_modules
 from tool_svc.mcp_config import load_mcp_config
 from tool_svc.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from tool_svc.mcp_client import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -129,27 +124,13 @@ def parse_injected(request: tools_pb2.ExecuteRequest) -> InjectedValues:
         raise InvalidArgument(f"injected.{field}", problem) from None
 
 
-@dataclass
-class ToolServerHandle(ServerHandle):
-    """A started ToolService; stopping it also closes its MCP sessions (after in-flight calls)."""
-
-    mcp: McpServers | None = None
-
-    async def stop(self, grace: float | None = 5.0) -> None:
-        try:
-            await super().stop(grace)
-        finally:
-            if self.mcp is not None:
-                await self.mcp.aclose()
-
-
 async def create_server(
     settings: ToolSettings,
     registry: ToolRegistry | None = None,
     telemetry: Telemetry | None = None,
     tls: TlsSettings | None = None,
     authenticator: Authenticator | None = None,
-) -> ServerHandle:
+) -> Server:
     """Start a ToolService on settings.host:settings.port (port 0 picks a free one).
 
     Without ``registry`` it serves the built-in tools; the modules named in
@@ -158,21 +139,21 @@ async def create_server(
     awaited, so they are listed from the first ListTools; one that fails is
     logged and retried while the rest serve). With an ``authenticator`` (see
     security.service_authenticator) every call but health and reflection must
-    bear the service token.
+    bear the service token. Its MCP sessions close after the in-flight calls.
     """
     tools = default_registry(settings) if registry is None else registry
     load_modules(tools, settings.modules)
     mcp_configs = load_mcp_config(settings.mcp_config) if settings.mcp_config else {}
-    mcp: McpServers | None = None
-    if mcp_configs:
-        # Imported here: the SDK takes most of a second to import, which only MCP users should pay.
-        from tool_svc.mcp_client import McpServers
-
-        mcp = await McpServers.start(tools, mcp_configs)
     servicer = ToolServicer(tools, settings, telemetry)
-    try:
-        handle = await build_server(
-            lambda server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, server),
+    async with Server().starting() as server:
+        if mcp_configs:
+            # Imported here: the SDK takes most of a second to import, which only MCP users should pay.
+            from tool_svc.mcp_client import McpServers
+
+            mcp = await McpServers.start(tools, mcp_configs)
+            server.resources.push_async_callback(mcp.aclose)
+        await server.listen(
+            lambda grpc_server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, grpc_server),
             [SERVICE_NAME],
             settings.host,
             settings.port,
@@ -180,24 +161,15 @@ async def create_server(
             tls=tls,
             authenticator=authenticator,
         )
-    except BaseException:
-        if mcp is not None:
-            await mcp.aclose()
-        raise
     log.info("ToolService serving %d tools: %s", len(tools), ", ".join(tools.names()))
-    return ToolServerHandle(server=handle.server, port=handle.port, health=handle.health, mcp=mcp)
+    return server
 
 
 async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
-    telemetry = Telemetry.from_env("agentloop-tools")
-    try:
-        handle = await create_server(
-            settings,
-            telemetry=telemetry,
-            tls=TlsSettings.from_env(),
-            authenticator=service_authenticator(service_token_from_env()),
-        )
-        await run_until_signal(handle, "ToolService")
-    finally:
-        await telemetry.aclose()
+    tls, authenticator = TlsSettings.from_env(), service_authenticator(service_token_from_env())
+    await serve_service(
+        "ToolService",
+        "agentloop-tools",
+        lambda telemetry: create_server(settings, telemetry=telemetry, tls=tls, authenticator=authenticator),
+    )

@@ -28,6 +28,7 @@ import grpc
 from agentloop.client import _convert
 from agentloop.client import events as ev
 from agentloop.client.errors import RETRYABLE, ClientError
+from agentloop.retry import CLIENT_REATTACH_ATTEMPTS, CLIENT_REATTACH_BACKOFF_S, Backoff
 from agentloop.security import TlsSettings, open_channel
 from agentloop.settings import gateway_addr
 from agentloop.v1 import agent_pb2_grpc
@@ -66,8 +67,8 @@ class AgentClient:
         user_id: str = "",
         timeout: float = 30.0,
         run_timeout: float | None = None,
-        reattach_attempts: int = 5,
-        reattach_backoff_s: float = 0.2,
+        reattach_attempts: int = CLIENT_REATTACH_ATTEMPTS,
+        reattach_backoff_s: float = CLIENT_REATTACH_BACKOFF_S,
     ) -> None:
         self.address = address or gateway_addr()
         token = os.environ.get("AGENTLOOP_TOKEN", "") if token is None else token
@@ -79,6 +80,8 @@ class AgentClient:
         self.run_timeout = run_timeout
         self.reattach_attempts = reattach_attempts
         self.reattach_backoff_s = reattach_backoff_s
+        # reattach_backoff_s, then twice that, and so on, with no jitter.
+        self._reattach_backoff = Backoff(reattach_backoff_s, jitter=0.0)
 
     async def __aenter__(self) -> AgentClient:
         return self
@@ -339,7 +342,7 @@ class AgentClient:
                 if exc.code() not in RETRYABLE or failures >= self.reattach_attempts:
                     raise ClientError.from_rpc(exc) from None
             failures += 1
-            await asyncio.sleep(self.reattach_backoff_s * 2 ** (failures - 1))
+            await asyncio.sleep(self._reattach_backoff.delay_s(failures - 1))
 
     async def _pages(
         self, fetch: Callable[[str, int], Any], read: Callable[[Any], tuple[list[T], str]], limit: int
@@ -372,6 +375,7 @@ class AgentClient:
         paused = False
         call = start(timeout)
         while True:
+            problem: ClientError | None = None
             try:
                 async for response in call:
                     event = _convert.event(response)
@@ -384,7 +388,6 @@ class AgentClient:
                         return
                 if paused:
                     return  # the gateway ends the stream of a paused run
-                problem: ClientError | None = None
             except grpc.aio.AioRpcError as exc:
                 problem = ClientError.from_rpc(exc)
                 if exc.code() not in RETRYABLE:
@@ -393,18 +396,32 @@ class AgentClient:
                 call.cancel()
             if not run_id and problem is None:
                 return  # an empty stream: nothing to reattach to
-            if failures >= self.reattach_attempts:
-                if problem is not None:
-                    raise problem
-                raise ClientError("UNAVAILABLE", f"the stream of run {run_id} kept ending early")
-            failures += 1
-            await asyncio.sleep(self.reattach_backoff_s * 2 ** (failures - 1))
+            failures = await self._before_reattaching(failures, problem, run_id)
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not run_id:
-                call = start(remaining)  # broke before the first event: the same request again
-                continue
-            request = _convert.watch_request(run_id, user_id, last)
-            call = self._stub.Watch(request, timeout=remaining, metadata=self._metadata)
+            call = self._reopened(start, run_id, user_id, last, remaining)
+
+    async def _before_reattaching(self, failures: int, problem: ClientError | None, run_id: str) -> int:
+        """Back off before the next attempt; the failures so far, counting this one.
+
+        Once the attempts are spent the last problem is raised (or, for a
+        stream that kept ending without one, UNAVAILABLE).
+        """
+        if failures >= self.reattach_attempts:
+            if problem is not None:
+                raise problem
+            raise ClientError("UNAVAILABLE", f"the stream of run {run_id} kept ending early")
+        failures += 1
+        await asyncio.sleep(self._reattach_backoff.delay_s(failures - 1))
+        return failures
+
+    def _reopened(
+        self, start: OpenStream, run_id: str, user_id: str, last: int, remaining: float | None
+    ) -> Any:
+        """The stream again: the same request if it broke before the first event, else Watch after `last`."""
+        if not run_id:
+            return start(remaining)
+        request = _convert.watch_request(run_id, user_id, last)
+        return self._stub.Watch(request, timeout=remaining, metadata=self._metadata)
 
 
 def _request_id(given: str | None) -> str:

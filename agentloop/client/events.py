@@ -56,18 +56,24 @@ class Token(Event):
     step: int
 
 
+class _WrittenArguments:
+    """A tool call's arguments as the model wrote them, which may be malformed JSON."""
+
+    arguments_json: str
+
+    @property
+    def arguments(self) -> Any:
+        """The arguments parsed, or None when they are not valid JSON."""
+        return _loads(self.arguments_json)
+
+
 @dataclass(frozen=True)
-class ToolStarted(Event):
+class ToolStarted(_WrittenArguments, Event):
     """A tool call started, with the arguments the model wrote."""
 
     tool_call_id: str
     name: str
     arguments_json: str
-
-    @property
-    def arguments(self) -> Any:
-        """The arguments parsed, or None when the model wrote malformed JSON."""
-        return _loads(self.arguments_json)
 
 
 @dataclass(frozen=True)
@@ -91,17 +97,12 @@ class Decision(Event):
 
 
 @dataclass(frozen=True)
-class PendingCall:
+class PendingCall(_WrittenArguments):
     """A tool call waiting for a human decision."""
 
     tool_call_id: str
     name: str
     arguments_json: str
-
-    @property
-    def arguments(self) -> Any:
-        """The arguments parsed, or None when they are not valid JSON."""
-        return _loads(self.arguments_json)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import io
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,8 +146,7 @@ async def ask(
     state = _State()
     main = asyncio.current_task()
     assert main is not None
-    interactive = prompt is not None or sys.stdin.isatty()
-    ask_line = prompt or _read_line
+    asker = _asker(prompt, as_json)
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, _on_sigint, client, state, main, renderer)
@@ -167,16 +166,8 @@ async def ask(
             paused = renderer.interrupt
             if paused is None or state.presses:
                 break
-            if yes:
-                decisions = [approve(c) for c in paused.pending]
-            elif interactive and not as_json:
-                state.prompting = True
-                try:
-                    decisions = [await _decide(call, ask_line) for call in paused.pending]
-                except EOFError:  # no one left to ask: say how to decide later
-                    break
-                state.prompting = False
-            else:
+            decisions = await _decisions(paused.pending, state, approve_all=yes, ask_line=asker)
+            if decisions is None:
                 break
             renderer.interrupt = None
             stream = client.resume(paused.run_id, decisions)
@@ -192,6 +183,39 @@ async def ask(
             loop.remove_signal_handler(signal.SIGINT)
         await client.close()
     return _outcome(renderer, state, as_json)
+
+
+def _asker(prompt: Prompt | None, as_json: bool) -> Prompt | None:
+    """Who decides paused calls here: the given prompt, else a person at the terminal.
+
+    No one does when the output is JSON (a program reads it) or stdin is not
+    a terminal: the run stays paused and the outcome says how to decide later.
+    """
+    if as_json:
+        return None
+    if prompt is not None:
+        return prompt
+    return _read_line if sys.stdin.isatty() else None
+
+
+async def _decisions(
+    pending: Sequence[PendingCall], state: _State, *, approve_all: bool, ask_line: Prompt | None
+) -> list[ToolDecision] | None:
+    """A decision per paused call, or None when no one here can decide (the outcome says how to, later).
+
+    While a person decides, a Ctrl-C that cancels the run also stops the questions.
+    """
+    if approve_all:
+        return [approve(c) for c in pending]
+    if ask_line is None:
+        return None
+    state.prompting = True
+    try:
+        decisions = [await _decide(call, ask_line) for call in pending]
+    except EOFError:  # no one left to ask
+        return None
+    state.prompting = False
+    return decisions
 
 
 async def _consume(

@@ -34,66 +34,61 @@ HANDLERS: dict[str, Handler] = {}
 
 def add_parsers(sub: Any) -> None:
     """Register every command of this module on the `agentloop` parser."""
-    p = sub.add_parser("thread", help="a thread's messages and its latest run")
-    p.add_argument("thread_id")
+    p = _command(sub, "thread", _thread, "a thread's messages and its latest run", "thread_id")
     p.add_argument("--checkpoint", default="", help="read the thread as of this checkpoint")
-    _add(p, "thread", _thread)
 
-    p = sub.add_parser("threads", help="your threads, most recently updated first, with a preview")
+    p = _command(sub, "threads", _threads, "your threads, most recently updated first, with a preview")
     p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
-    _add(p, "threads", _threads)
 
-    p = sub.add_parser("runs", help="the runs of a thread, newest first, with their status")
-    p.add_argument("thread_id")
-    _add(p, "runs", _runs)
+    _command(sub, "runs", _runs, "the runs of a thread, newest first, with their status", "thread_id")
 
-    p = sub.add_parser("checkpoints", help="a thread's checkpoints, oldest first")
-    p.add_argument("thread_id")
+    p = _command(sub, "checkpoints", _checkpoints, "a thread's checkpoints, oldest first", "thread_id")
     p.add_argument("--run", default="", help="only this run's checkpoints")
-    _add(p, "checkpoints", _checkpoints)
 
-    p = sub.add_parser("watch", help="stream a run's events (stored, then live) until it ends or pauses")
-    p.add_argument("run_id")
+    p = _command(
+        sub, "watch", _watch, "stream a run's events (stored, then live) until it ends or pauses", "run_id"
+    )
     p.add_argument("--after", type=int, default=0, help="only events after this sequence")
     p.add_argument("--nodes", action="store_true", help="also print node events")
-    _add(p, "watch", _watch)
 
-    p = sub.add_parser("cancel", help="stop a run at its next safe point")
-    p.add_argument("run_id")
-    _add(p, "cancel", _cancel)
+    _command(sub, "cancel", _cancel, "stop a run at its next safe point", "run_id")
 
-    p = sub.add_parser("approve", help="approve a paused run's pending calls and stream the rest")
-    p.add_argument("run_id")
+    p = _command(
+        sub, "approve", _decide, "approve a paused run's pending calls and stream the rest", "run_id"
+    )
     p.add_argument("--call", action="append", help="only this pending call (repeatable); others are rejected")
-    _add(p, "approve", _decide)
 
-    p = sub.add_parser("reject", help="reject a paused run's pending calls; the model reads the reason")
-    p.add_argument("run_id")
+    p = _command(
+        sub, "reject", _decide, "reject a paused run's pending calls; the model reads the reason", "run_id"
+    )
     p.add_argument("--reason", default="", help="what the model reads instead of a result")
     p.add_argument("--call", action="append", help="only this pending call (repeatable); others are approved")
-    _add(p, "reject", _decide)
 
-    p = sub.add_parser("edit", help="run a paused call with other arguments (others are approved)")
-    p.add_argument("run_id")
+    p = _command(
+        sub, "edit", _decide, "run a paused call with other arguments (others are approved)", "run_id"
+    )
     p.add_argument("--call", default="", help="the pending call; may be left out when only one waits")
     p.add_argument("--args", required=True, metavar="JSON", help="the arguments to run it with")
-    _add(p, "edit", _decide)
 
-    p = sub.add_parser("memories", help="list or delete a user's long-term memories")
+    p = _command(sub, "memories", _memories, "list or delete a user's long-term memories")
     p.add_argument("action", nargs="?", choices=["list", "delete"], default="list")
     p.add_argument("memory_id", nargs="?", default="", help="delete: the memory")
-    _add(p, "memories", _memories)
 
-    p = sub.add_parser("fork", help="copy a thread as of a checkpoint into a new thread; prints its id")
-    p.add_argument("thread_id")
+    p = _command(
+        sub, "fork", _fork, "copy a thread as of a checkpoint into a new thread; prints its id", "thread_id"
+    )
     p.add_argument("checkpoint_id", help="the checkpoint to branch from (see `agentloop checkpoints`)")
     p.add_argument("--new-thread", default="", help="id of the new thread (default: the gateway picks one)")
-    _add(p, "fork", _fork)
 
 
-def _add(parser: argparse.ArgumentParser, name: str, handler: Handler) -> None:
+def _command(sub: Any, name: str, handler: Handler, help: str, *positionals: str) -> argparse.ArgumentParser:
+    """A command's parser, with the connection flags every command takes; `handler` runs it."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+    for positional in positionals:
+        parser.add_argument(positional)
     connection_flags(parser)
     HANDLERS[name] = handler
+    return parser
 
 
 async def dispatch(args: argparse.Namespace) -> int:

@@ -12,9 +12,9 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 
 from agentloop.scripted_model.messages import last_user_index, message_text, render
 
@@ -27,6 +27,25 @@ FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 
 def _where(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
+
+
+def _as_dict(part: object, *names: str) -> dict[str, Any]:
+    """The named fields of a script part in the JSON form from_dict reads back; nested parts become dicts."""
+    return {name: _plain(getattr(part, name)) for name in names}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+_T = TypeVar("_T")
+
+
+def _parse_each(items: list[Any], parse: Callable[[object, str], _T], where: str, key: str) -> tuple[_T, ...]:
+    """Each item of the list at `key` parsed; an error names the item's place (``turns[2]``)."""
+    return tuple(parse(item, f"{_where(where, key)}[{i}]") for i, item in enumerate(items))
 
 
 def _check_keys(data: object, allowed: frozenset[str], where: str) -> Mapping[str, Any]:
@@ -105,7 +124,7 @@ class ScriptedToolCall:
         return cls(name=name, arguments=arguments, id=_get_optional_str(fields, "id", where))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments, "id": self.id}
+        return _as_dict(self, "name", "arguments", "id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,20 +153,12 @@ class Turn:
         return cls(
             content=_get_str(fields, "content", where, ""),
             reasoning=_get_str(fields, "reasoning", where, ""),
-            tool_calls=tuple(
-                ScriptedToolCall.from_dict(call, f"{_where(where, 'tool_calls')}[{i}]")
-                for i, call in enumerate(calls)
-            ),
+            tool_calls=_parse_each(calls, ScriptedToolCall.from_dict, where, "tool_calls"),
             finish_reason=_get_optional_str(fields, "finish_reason", where),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "content": self.content,
-            "reasoning": self.reasoning,
-            "tool_calls": [call.to_dict() for call in self.tool_calls],
-            "finish_reason": self.finish_reason,
-        }
+        return _as_dict(self, "content", "reasoning", "tool_calls", "finish_reason")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,22 +201,14 @@ class Scenario:
             raise ValueError(f"{_where(where, 'match')}: invalid regular expression: {exc}") from exc
         return cls(
             match=match,
-            turns=tuple(
-                Turn.from_dict(turn, f"{_where(where, 'turns')}[{i}]") for i, turn in enumerate(turns)
-            ),
+            turns=_parse_each(turns, Turn.from_dict, where, "turns"),
             final_text=_get_optional_str(fields, "final_text", where),
             name=_get_str(fields, "name", where, ""),
             ignore_tool_choice=bool(fields.get("ignore_tool_choice", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "match": self.match,
-            "turns": [turn.to_dict() for turn in self.turns],
-            "final_text": self.final_text,
-            "ignore_tool_choice": self.ignore_tool_choice,
-        }
+        return _as_dict(self, "name", "match", "turns", "final_text", "ignore_tool_choice")
 
 
 ECHO_SCENARIO = Scenario(match="", turns=(Turn(content="You said: {{user}}"),), name="echo")
@@ -231,6 +234,14 @@ class Latency:
     def is_zero(self) -> bool:
         return not (self.first_token_ms or self.per_token_ms or self.response_ms)
 
+    def seconds_for(self, tokens: int) -> float:
+        """How long an answer of ``tokens`` pieces takes to arrive whole, streamed or not.
+
+        The floor under a call's latency, so benchmarks can tell the model's time from their own.
+        """
+        generation = self.first_token_ms + self.per_token_ms * (tokens - 1) if tokens else 0.0
+        return (self.response_ms + generation) / 1000
+
     @classmethod
     def from_dict(cls, data: object, where: str = "latency") -> Latency:
         fields = _check_keys(data, cls._FIELDS, where)
@@ -241,11 +252,7 @@ class Latency:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "first_token_ms": self.first_token_ms,
-            "per_token_ms": self.per_token_ms,
-            "response_ms": self.response_ms,
-        }
+        return _as_dict(self, "first_token_ms", "per_token_ms", "response_ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +293,7 @@ class Fault:
             raise ValueError(f"{where}.{exc}") from exc
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "status": self.status, "times": self.times, "message": self.message}
+        return _as_dict(self, "kind", "status", "times", "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,9 +316,9 @@ class Script:
         scenarios = _get_list(fields, "scenarios", "")
         faults = _get_list(fields, "faults", "")
         return cls(
-            scenarios=tuple(Scenario.from_dict(s, f"scenarios[{i}]") for i, s in enumerate(scenarios)),
+            scenarios=_parse_each(scenarios, Scenario.from_dict, "", "scenarios"),
             latency=Latency.from_dict(fields.get("latency", {}), "latency"),
-            faults=tuple(Fault.from_dict(f, f"faults[{i}]") for i, f in enumerate(faults)),
+            faults=_parse_each(faults, Fault.from_dict, "", "faults"),
         )
 
     @classmethod
@@ -328,11 +335,7 @@ class Script:
             raise ValueError(f"{os.fspath(path)}: {exc}") from exc
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "scenarios": [scenario.to_dict() for scenario in self.scenarios],
-            "latency": self.latency.to_dict(),
-            "faults": [fault.to_dict() for fault in self.faults],
-        }
+        return _as_dict(self, "scenarios", "latency", "faults")
 
     def scenario_for(self, user_text: str) -> Scenario:
         """First scenario whose regex is found in ``user_text``; the echo scenario otherwise."""

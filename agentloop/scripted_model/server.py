@@ -93,12 +93,6 @@ def _wants_usage(body: Mapping[str, Any]) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
-def _non_stream_delay(latency: Latency, tokens: int) -> float:
-    """Seconds a non-streamed answer takes: the time the same answer would take to stream."""
-    generation = latency.first_token_ms + latency.per_token_ms * (tokens - 1) if tokens else 0.0
-    return (latency.response_ms + generation) / 1000
-
-
 class ScriptedModelServer:
     """A scripted chat-completions endpoint on a real socket; use ``async with`` in tests.
 
@@ -257,7 +251,7 @@ class ScriptedModelServer:
             )
             return await self._stream(request, events, script.latency)
         if not script.latency.is_zero:
-            await asyncio.sleep(_non_stream_delay(script.latency, pieces.completion_tokens))
+            await asyncio.sleep(script.latency.seconds_for(pieces.completion_tokens))
         payload = completion_body(
             turn, pieces, completion_id=completion_id, created=created, model=model, prompt=prompt
         )

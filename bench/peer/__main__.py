@@ -30,7 +30,7 @@ from bench.peer.agentloop_side import Stack, agentloop_stack, measure
 from bench.peer.langgraph_side import Peer
 from bench.peer.matrix import GROWTH_RUNS, GROWTH_STEPS, GROWTH_WARMUP, Config, Phase, ideal_ms, phases
 from bench.peer.processes import FakeModel, PostgresCluster
-from bench.workload import publish
+from bench.workload import bench_parser, publish
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 BACKENDS = ("postgres", "sqlite")
@@ -157,7 +157,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = bench_parser(__doc__)
     parser.add_argument(
         "--peer-dir", type=Path, required=True, help="the peer harness (fake_llm.py, peer_langgraph.py)"
     )

@@ -231,6 +231,23 @@ def _summary(latencies: list[float]) -> dict[str, float]:
     }
 
 
+async def _warm_up_loops(
+    stack: Stack, config: Config, one: Callable[[int], Awaitable[agent_pb2.InvokeResponse]]
+) -> bool:
+    """Run the warm-up; whether loop detection stopped a run (this workload then runs without it)."""
+    _, errors, replies = await run_many(config.warmup, min(config.concurrency, config.warmup), one)
+    if errors:
+        raise RuntimeError(f"{stack.backend} warm-up failed: {errors[0]}")
+    return any(r.final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED for r in replies)
+
+
+def _cpu_now(stack: Stack) -> tuple[dict[str, float], float | None, float]:
+    """CPU seconds so far of each service, of Postgres (when it runs here) and of this process."""
+    services = {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
+    pg = stack.cluster.cpu_seconds() if stack.cluster else None
+    return services, pg, _self_cpu_s()
+
+
 async def measure(stack: Stack, model: FakeModel, config: Config, tokens: int) -> dict[str, Any]:
     """Warm up, then time `config.runs` runs at `config.concurrency`; the figures of one configuration."""
     options = agent_pb2.RunOptions(max_steps=min(1000, config.steps + 5), tools=["lookup"])
@@ -244,26 +261,18 @@ async def measure(stack: Stack, model: FakeModel, config: Config, tokens: int) -
             reply: agent_pb2.InvokeResponse = await stub.Invoke(request, timeout=RUN_TIMEOUT_S)
             return reply
 
-        if config.warmup:
-            _, errors, replies = await run_many(config.warmup, min(config.concurrency, config.warmup), one)
-            if errors:
-                raise RuntimeError(f"{stack.backend} warm-up failed: {errors[0]}")
-            if any(r.final.metadata.stop_reason == agent_pb2.STOP_REASON_LOOP_DETECTED for r in replies):
-                request.options.loop_detection.disabled = True
-                loop_detection = "disabled: the default detector stopped a warm-up run of this workload"
-                stack.loop_detection_off.append(config.label)
+        if config.warmup and await _warm_up_loops(stack, config, one):
+            request.options.loop_detection.disabled = True
+            loop_detection = "disabled: the default detector stopped a warm-up run of this workload"
+            stack.loop_detection_off.append(config.label)
         model.reset_stats()
         storage = _Storage(stack)
         await storage.start()
-        cpu0 = {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
-        pg0 = stack.cluster.cpu_seconds() if stack.cluster else None
-        self0 = _self_cpu_s()
+        cpu0, pg0, self0 = _cpu_now(stack)
         started = time.perf_counter()
         latencies, errors, replies = await run_many(config.runs, config.concurrency, one)
         wall = time.perf_counter() - started
-        self1 = _self_cpu_s()
-        pg1 = stack.cluster.cpu_seconds() if stack.cluster else None
-        cpu1 = {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
+        cpu1, pg1, self1 = _cpu_now(stack)
         llm = model.stats()
     steps_done = config.runs * config.steps
     by_service = {name: round((cpu1[name] - cpu0[name]) * 1000 / steps_done, 3) for name in SERVICES}

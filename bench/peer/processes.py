@@ -17,8 +17,11 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from agentloop.demo import stop_process
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _START_TIMEOUT_S = 60.0
@@ -116,19 +119,17 @@ class PostgresCluster:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+@dataclass(eq=False)
 class FakeModel:
     """The peer harness's fake OpenAI-compatible server (fake_llm.py), run with the harness's Python."""
 
-    def __init__(
-        self, python: str, peer_dir: Path, latency_ms: float, tokens_per_s: float, tokens: int
-    ) -> None:
-        self.python = python
-        self.peer_dir = peer_dir
-        self.latency_ms = latency_ms
-        self.tokens_per_s = tokens_per_s
-        self.tokens = tokens
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.root = ""
+    python: str
+    peer_dir: Path
+    latency_ms: float
+    tokens_per_s: float
+    tokens: int
+    proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    root: str = field(default="", init=False)
 
     @property
     def base_url(self) -> str:
@@ -171,11 +172,6 @@ class FakeModel:
         self._call("/stats/reset", "POST")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None

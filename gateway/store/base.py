@@ -135,6 +135,16 @@ class CheckpointWrite:
 
 
 @dataclass(frozen=True)
+class Memory:
+    """A fact a user asked the agent to remember, recalled in the user's later runs (`gateway.memory`)."""
+
+    memory_id: str
+    user_id: str
+    text: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class PruneStats:
     checkpoints_deleted: int = 0
     threads_deleted: int = 0
@@ -196,8 +206,13 @@ class Store(abc.ABC):
         owner: str | None = None,
         lease_s: float = 30.0,
         request_id: str | None = None,
+        reserve: int = 0,
     ) -> RunRow:
         """Insert a QUEUED run; with `owner`, a RUNNING one leased to `owner` for `lease_s`.
+
+        `reserve`: with `owner`, event numbers up to it are reserved for the
+        owner at once (as `start_run` does), saving the run its first
+        reservation write.
 
         `request_id`: the client's idempotency key, unique per user. When the
         user already has a run with that key, nothing is inserted and
@@ -374,6 +389,24 @@ class Store(abc.ABC):
         """Store events outside a checkpoint (for example those of a run that failed before one)."""
         ...
 
+    # --- long-term memories -------------------------------------------------
+    # A user's memories belong to the user, not to a thread: every thread of
+    # the user recalls them, and no other user ever sees them.
+    @abc.abstractmethod
+    async def add_memory(self, user_id: str, text: str) -> Memory:
+        """Keep a fact for `user_id` (NUL, which Postgres text cannot hold, becomes U+FFFD)."""
+        ...
+
+    @abc.abstractmethod
+    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
+        """The user's facts, newest first; a page of at most `limit` of them from position `offset`."""
+        ...
+
+    @abc.abstractmethod
+    async def delete_memory(self, user_id: str, memory_id: str) -> bool:
+        """Delete one of the user's facts; False when the user has no such fact (another's included)."""
+        ...
+
     # --- retention and accounting -----------------------------------------
     @abc.abstractmethod
     async def prune(self, keep_last: int, idle_ttl_s: float | None) -> PruneStats:
@@ -388,6 +421,22 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def storage(self, run_id: str) -> StorageStats:
         """What the run occupies, for benchmarks and the docs."""
+        ...
+
+    # --- the database itself ---------------------------------------------------
+    @abc.abstractmethod
+    async def ping(self) -> None:
+        """One round trip to the database; raises when it does not answer (the gateway's health probe)."""
+        ...
+
+    @property
+    @abc.abstractmethod
+    def live_dsn(self) -> str | None:
+        """Where gateways sharing this store tell each other things at once: a Postgres DSN (LISTEN/NOTIFY).
+
+        None when the backend has no such channel: an SQLite file is served
+        by one process, whose runs are followed in memory.
+        """
         ...
 
     @abc.abstractmethod

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from agentloop.settings import StartupError
 from gateway.store import migrate as migrations
-from gateway.store.engine import make_engine, to_async_url
+from gateway.store.engine import POOL_OVERFLOW, POOL_SIZE, make_engine, to_async_url
 from gateway.store.errors import scrubbed
 from gateway.store.sql import DEFAULT_LEASE_S, SqlStore
 
@@ -94,8 +94,8 @@ async def open_store(
     url: str | None = None,
     *,
     migrate: bool = True,
-    pool_size: int = 20,
-    max_overflow: int = 10,
+    pool_size: int = POOL_SIZE,
+    max_overflow: int = POOL_OVERFLOW,
     lease_s: float = DEFAULT_LEASE_S,
     connect_s: float = DEFAULT_CONNECT_S,
 ) -> SqlStore:

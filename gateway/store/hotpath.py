@@ -6,7 +6,7 @@ SQLAlchemy Core they cost milliseconds per call: statement construction,
 cache-key generation and compilation, result processing, and a greenlet
 switch plus a driver round trip per statement. Instead each is a fixed SQL
 text (nothing to build or compile per call) handed straight to the driver of
-a pooled connection (`SqlStore._driver`):
+a pooled connection (`Dialect.driver` in `gateway.store.dialects`):
 
 - Postgres: ONE statement, data-modifying CTEs, so one round trip and an
   implicit transaction (the connection stays in autocommit: nothing begun
@@ -34,11 +34,34 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from gateway.store.rows import RUNNING
 
 _T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class StepWrite:
+    """One write_checkpoint, serialized once whichever backend then writes it."""
+
+    run_id: str
+    owner: str
+    """Who must own the RUNNING run for anything to be written."""
+    last_sequence: int
+    status: str
+    new_owner: str | None
+    lease_expires_at: datetime | None
+    now: datetime
+    messages: list[bytes]
+    record: bytes
+    delta_bytes: int
+    events: list[tuple[int, bytes]]
+    """(sequence, serialized event) pairs."""
+    sequence_reserved: int
+
 
 _RUN_COLUMNS = (
     "run_id, thread_id, user_id, status, request, owner, lease_expires_at,"
@@ -139,6 +162,17 @@ _SQLITE_INSERT_TOOL_RESULT = (
 )
 
 
+def _named_rows(db: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> list[sqlite3.Row]:
+    """Every row of `sql`, each readable by column name.
+
+    fetchall: a statement left unfinished would hold up COMMIT.
+    """
+    cursor = db.cursor()
+    cursor.row_factory = sqlite3.Row
+    rows: list[sqlite3.Row] = cursor.execute(sql, parameters).fetchall()
+    return rows
+
+
 def sqlite_write_checkpoint(
     db: sqlite3.Connection,
     claim: tuple[Any, ...],
@@ -147,19 +181,19 @@ def sqlite_write_checkpoint(
     messages: list[bytes],
     checkpoint: tuple[bytes, int, str],
     events: list[tuple[str, int, bytes]],
-) -> tuple[Any, ...] | None:
-    """write_checkpoint's statements (in the connection's thread, inside `SqlStore._sqlite_transaction`).
+) -> dict[str, Any] | None:
+    """write_checkpoint's statements (in the connection's thread, inside `SqliteDialect._transaction`).
 
-    Returns the updated run's `_RUN_COLUMNS`, or None (and writes nothing) when
-    the caller does not own the run.
+    Returns the updated run's `_RUN_COLUMNS` by name, or None (and writes
+    nothing) when the caller does not own the run.
     """
-    claimed = db.execute(_SQLITE_CLAIM_STEP, claim).fetchall()
+    claimed = _named_rows(db, _SQLITE_CLAIM_STEP, claim)
     if not claimed:
         return None
     run = claimed[0]
-    thread_id, checkpoint_idx = run[1], run[8]
-    # fetchall, here and above: a statement left unfinished would hold up COMMIT.
-    ((message_count,),) = db.execute(_SQLITE_BUMP_THREAD, (len(messages), now, thread_id)).fetchall()
+    thread_id, checkpoint_idx = run["thread_id"], run["checkpoint_count"]
+    (thread,) = _named_rows(db, _SQLITE_BUMP_THREAD, (len(messages), now, thread_id))
+    message_count = thread["message_count"]
     if messages:
         first = message_count - len(messages)
         db.executemany(
@@ -172,7 +206,7 @@ def sqlite_write_checkpoint(
     )
     if events:
         db.executemany(_SQLITE_INSERT_EVENT, events)
-    return tuple(run)
+    return dict(zip(run.keys(), run, strict=True))
 
 
 def sqlite_record_tool_results(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +11,7 @@ from sqlalchemy import BigInteger, ColumnElement, FromClause, RowMapping, case, 
 from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.v1 import agent_pb2
 from gateway.store import tables as t
-from gateway.store.base import CheckpointRow, RunRow, RunStatus, ThreadRow
+from gateway.store.base import CheckpointRow, Memory, RunRow, RunStatus, ThreadRow
 from gateway.store.scope import client_thread_id
 
 RUNNING = RunStatus.RUNNING.value
@@ -45,7 +45,8 @@ def thread_row(row: RowMapping) -> ThreadRow:
     )
 
 
-def run_row(row: RowMapping) -> RunRow:
+def run_row(row: Mapping[Any, Any]) -> RunRow:
+    """A RunRow from a `runs` row by column name (SQLAlchemy's RowMapping, asyncpg's Record, a dict)."""
     return RunRow(
         run_id=row["run_id"],
         thread_id=client_thread_id(row["thread_id"]),
@@ -78,6 +79,12 @@ def checkpoint_row(row: RowMapping) -> CheckpointRow:
     )
 
 
+def memory_row(row: RowMapping) -> Memory:
+    return Memory(
+        memory_id=row["memory_id"], user_id=row["user_id"], text=row["text"], created_at=row["created_at"]
+    )
+
+
 def sqlite_text(value: datetime) -> str:
     """A timestamp as UtcDateTime stores it on SQLite: naive UTC, always with microseconds.
 
@@ -91,22 +98,16 @@ def _sqlite_datetime(value: str) -> datetime:
     return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
-def sqlite_run_row(values: Sequence[Any]) -> RunRow:
-    """A RunRow from a `hotpath._RUN_COLUMNS` tuple as sqlite3 returns it (text timestamps, 0/1 booleans)."""
-    return RunRow(
-        run_id=values[0],
-        thread_id=client_thread_id(values[1]),
-        user_id=values[2],
-        status=RunStatus(values[3]),
-        request=bytes(values[4]),
-        owner=values[5],
-        lease_expires_at=None if values[6] is None else _sqlite_datetime(values[6]),
-        cancel_requested=bool(values[7]),
-        checkpoint_count=values[8],
-        last_sequence=values[9],
-        created_at=_sqlite_datetime(values[10]),
-        updated_at=_sqlite_datetime(values[11]),
-        sequence_reserved=values[12],
+def sqlite_run_row(row: Mapping[str, Any]) -> RunRow:
+    """A RunRow from `hotpath._RUN_COLUMNS` as sqlite3 returns them: timestamps are text there."""
+    lease_expires_at = row["lease_expires_at"]
+    return run_row(
+        {
+            **row,
+            "lease_expires_at": None if lease_expires_at is None else _sqlite_datetime(lease_expires_at),
+            "created_at": _sqlite_datetime(row["created_at"]),
+            "updated_at": _sqlite_datetime(row["updated_at"]),
+        }
     )
 
 

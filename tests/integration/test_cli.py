@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from agentloop.cli import ask, health
 from agentloop.scripted_model import demo_script
+from tests.support.net import free_port
 from tests.support.stack import start_stack
 
 pytestmark = pytest.mark.integration
@@ -66,7 +66,4 @@ async def test_health_reports_serving_and_unreachable() -> None:
         assert await health(f"127.0.0.1:{stack.tools.port}", "agentloop.v1.ToolService", 3) == 0
     finally:
         await stack.close()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    assert await health(f"127.0.0.1:{port}", "", 1) == 1
+    assert await health(f"127.0.0.1:{free_port()}", "", 1) == 1

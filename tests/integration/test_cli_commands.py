@@ -21,6 +21,7 @@ import pytest
 from agentloop.client import AgentClient, Interrupt
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.testing import Stack, running_stack
+from tests.support.scripts import add_scenario
 from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.integration
@@ -28,13 +29,7 @@ pytestmark = pytest.mark.integration
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 SCRIPT = Script(
     scenarios=(
-        Scenario(
-            match="add",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 1, "b": 2}),)),
-                Turn(content="Result: {{tool:add}}"),
-            ),
-        ),
+        add_scenario(1, 2, "Result: {{tool:add}}"),
         Scenario(
             match="slow",
             turns=(Turn(tool_calls=(ScriptedToolCall("sleep_for", {"seconds": 30}),)), Turn(content="woke")),
@@ -58,15 +53,15 @@ async def stack() -> AsyncIterator[Stack]:
         yield running
 
 
+def agentloop_argv(stack: Stack, *args: str) -> list[str]:
+    """`agentloop ARGS` against the stack's gateway, with this interpreter."""
+    return [sys.executable, "-m", "agentloop.cli", *args, "--gateway", stack.address]
+
+
 async def cli(stack: Stack, *args: str, within_s: float = 60) -> tuple[int, str, str]:
     """Run `agentloop ARGS --gateway <stack>` without a terminal: exit status, stdout, stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agentloop.cli",
-        *args,
-        "--gateway",
-        stack.address,
+        *agentloop_argv(stack, *args),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -89,12 +84,7 @@ class Terminal:
     async def start(cls, stack: Stack, *args: str) -> Terminal:
         master, slave = pty.openpty()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "agentloop.cli",
-            *args,
-            "--gateway",
-            stack.address,
+            *agentloop_argv(stack, *args),
             stdin=slave,
             stdout=slave,
             stderr=slave,

@@ -31,6 +31,8 @@ from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.security import Authenticator, TlsSettings
 from agentloop.testing import running_stack
 from tests.support.certs import make_certs
+from tests.support.net import pipe
+from tests.support.scripts import add_scenario
 from tests.support.tools import make_registry
 from tool_svc import ToolContext, tool
 
@@ -118,17 +120,7 @@ async def test_the_three_tool_app_is_at_most_25_lines_and_runs_against_the_servi
 
 async def test_events_are_typed_and_every_read_call_works() -> None:
     registry, _ = make_registry()
-    script = Script(
-        scenarios=(
-            Scenario(
-                match="add",
-                turns=(
-                    Turn(tool_calls=(ScriptedToolCall("add", {"a": 1, "b": 2}),)),
-                    Turn(content="3 it is"),
-                ),
-            ),
-        )
-    )
+    script = Script(scenarios=(add_scenario(1, 2, "3 it is"),))
     async with running_stack(script, registry=registry) as stack, stack.client(user_id="ana") as client:
         events = [e async for e in client.run("add 1 and 2", thread_id="t-typed", stream="all")]
         kinds = {type(e) for e in events}
@@ -185,17 +177,7 @@ async def test_memories_decisions_and_deletion() -> None:
 
 async def test_approve_edit_reject_and_cancel_a_paused_run() -> None:
     registry, probe = make_registry()
-    script = Script(
-        scenarios=(
-            Scenario(
-                match="add",
-                turns=(
-                    Turn(tool_calls=(ScriptedToolCall("add", {"a": 1, "b": 2}),)),
-                    Turn(content="Result: {{tool:add}}"),
-                ),
-            ),
-        )
-    )
+    script = Script(scenarios=(add_scenario(1, 2, "Result: {{tool:add}}"),))
     async with running_stack(script, registry=registry) as stack, stack.client() as client:
         outcomes = []
         for decide in (approve, lambda c: edit(c, {"a": 40, "b": 2}), lambda c: reject(c, "not today")):
@@ -235,17 +217,6 @@ class DroppingProxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.writers += [writer, up_writer]
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                dst.close()
-
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
     def drop(self) -> None:

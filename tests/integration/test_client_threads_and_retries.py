@@ -9,23 +9,15 @@ import struct
 import pytest
 
 from agentloop.client import AgentClient, Client, ClientError, Final
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.scripted_model import Script
 from agentloop.testing import running_stack
+from tests.support.net import pipe
+from tests.support.scripts import add_scenario
 from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Script(
-    scenarios=(
-        Scenario(
-            match="add",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 1, "b": 2}),)),
-                Turn(content="3 it is"),
-            ),
-        ),
-    )
-)
+SCRIPT = Script(scenarios=(add_scenario(1, 2, "3 it is"),))
 HTTP2_DATA = 0
 """The HTTP/2 frame type that carries gRPC messages (the events, Invoke's answer)."""
 
@@ -54,16 +46,6 @@ class FirstReplyDroppingProxy:
         self.connections += 1
         first = self.connections == 1
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                dst.close()
 
         async def replies() -> None:
             if first and await self._until_first_data(up_reader, writer):

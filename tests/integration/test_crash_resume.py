@@ -21,8 +21,8 @@ import pytest
 from agentloop.demo import Child
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
-from tests.support.stack import Stack, final_of, start_stack
-from tests.support.tools import Probe, make_registry
+from tests.support.stack import Stack, final_of
+from tests.support.tools import Probe, probed_stack
 
 pytestmark = pytest.mark.integration
 
@@ -61,12 +61,8 @@ FACT = "my lucky colour is blue"
 
 @pytest.fixture
 async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe]]:
-    registry, probe = make_registry()
-    stack = await start_stack(SCRIPT, registry, database_url=database_url)
-    try:
-        yield stack, probe
-    finally:
-        await stack.close()
+    async with probed_stack(SCRIPT, database_url=database_url) as stack_and_probe:
+        yield stack_and_probe
 
 
 @contextmanager

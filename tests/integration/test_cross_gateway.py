@@ -19,6 +19,7 @@ import pytest
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
+from gateway.live import run_channel
 from gateway.store.notify import APPLICATION_NAME
 from tests.support.postgres import fresh_postgres_database
 from tests.support.stack import Stack, start_stack, tokens_joined
@@ -178,3 +179,22 @@ async def test_many_watchers_attaching_at_once_all_follow_live(gateways: tuple[S
     for _, task, _ in runs:
         await task
     assert min(counts) >= 10, counts
+
+
+async def test_an_owner_publishes_a_run_only_once_a_watcher_asks(gateways: tuple[Stack, Stack, str]) -> None:
+    """Nobody watching from elsewhere: no notification per event; a Watch on B starts them, live."""
+    a, b, url = gateways
+    run_id, owner_run, seen = await started(a, "talk")
+    received: list[str] = []
+    listener = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        await listener.add_listener(run_channel(run_id), lambda *args: received.append(args[-1]))
+        await assert_eventually(lambda: seen.count("llm_token") >= 5, timeout_s=10)
+        await asyncio.sleep(0.3)
+        assert received == [], "the owner published events nobody asked for"
+        watched = [response.event async for response in watch(b, run_id)]
+        owner = await owner_run
+        assert_same_events(watched, owner)
+        assert any(payload.startswith("E") for payload in received), received[:3]
+    finally:
+        await listener.close()

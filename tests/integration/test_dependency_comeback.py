@@ -19,22 +19,13 @@ from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 from tests.fixtures.slow_tools import LOG_ENV
 from tests.support.processes import ServiceProcess, free_port
+from tests.support.scripts import ADD_SCENARIO
 from tests.support.stack import Stack, final_of, kinds, start_stack
 from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Script(
-    scenarios=(
-        Scenario(
-            match="add",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
-                Turn(content="It is {{tool:add}}."),
-            ),
-        ),
-    )
-)
+SCRIPT = Script(scenarios=(ADD_SCENARIO,))
 ECHO = Script(
     scenarios=(
         Scenario(

@@ -15,10 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
-import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -30,24 +26,17 @@ import pytest
 from google.rpc import code_pb2
 from sqlalchemy.engine import make_url
 
-from agentloop.demo import Child
 from agentloop.scripted_model import Fault, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 from tests.fixtures.slow_tools import LOG_ENV
 from tests.support.postgres import fresh_postgres_database
+from tests.support.processes import ServiceProcess
+from tests.support.scripts import ADD_SCENARIO
 from tests.support.stack import Stack, final_of, kinds, start_stack, tokens_joined
 from tests.support.tools import make_registry
 from tests.support.waiting import assert_eventually
 
 pytestmark = pytest.mark.integration
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def assert_whole(events: Sequence[agent_pb2.RunEvent]) -> None:
@@ -118,44 +107,6 @@ BATCH_SCRIPT = Script(
 )
 
 
-class ToolProcess:
-    """`agentloop serve tools` as a child process on a fixed port, killable and restartable."""
-
-    def __init__(self, port: int, log_path: Path) -> None:
-        self.port = port
-        self.env = dict(os.environ)
-        self.env.update(
-            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-            AGENTLOOP_LOG_LEVEL="WARNING",
-            **{LOG_ENV: str(log_path)},
-        )
-        self.argv = [
-            sys.executable, "-m", "agentloop.cli", "serve", "tools",
-            "--port", str(port), "--tools", "tests.fixtures.slow_tools",
-        ]  # fmt: skip
-        self.stderr_dir = Path(tempfile.mkdtemp(prefix="agentloop-tools-"))
-        self.children: list[Child] = []
-
-    async def start(self) -> Child:
-        name = f"tools-{len(self.children) + 1}"
-        # Child() blocks until the process prints its port; keep the event loop (the gateway) running.
-        child = await asyncio.to_thread(
-            Child, name, self.argv, self.env, str(self.stderr_dir / f"{name}.log")
-        )
-        assert child.port == self.port
-        self.children.append(child)
-        return child
-
-    async def kill(self) -> None:
-        child = self.children[-1]
-        child.proc.kill()
-        await asyncio.to_thread(child.proc.wait)
-
-    async def stop(self) -> None:
-        for child in self.children:
-            await asyncio.to_thread(child.stop)
-
-
 def tool_log(path: Path) -> list[tuple[int, str, str]]:
     if not path.exists():
         return []
@@ -165,7 +116,7 @@ def tool_log(path: Path) -> list[tuple[int, str, str]]:
 
 async def test_tool_service_killed_mid_batch_and_restarted_finishes_the_run(tmp_path: Path) -> None:
     log_path = tmp_path / "tools.log"
-    tools = ToolProcess(free_port(), log_path)
+    tools = ServiceProcess("tools", ["--tools", "tests.fixtures.slow_tools"], env={LOG_ENV: str(log_path)})
     killed_during: list[list[agent_pb2.RunEvent]] = []
 
     def mid_batch(events: list[agent_pb2.RunEvent]) -> bool:
@@ -225,17 +176,7 @@ async def test_tool_service_killed_mid_batch_and_restarted_finishes_the_run(tmp_
 
 # --- 2. model endpoint faults ------------------------------------------------------------------
 
-MODEL_SCRIPT = Script(
-    scenarios=(
-        Scenario(
-            match="add",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
-                Turn(content="It is {{tool:add}}."),
-            ),
-        ),
-    )
-)
+MODEL_SCRIPT = Script(scenarios=(ADD_SCENARIO,))
 
 ALL_STEPS = agent_pb2.STREAM_MODE_ALL_STEPS
 NONE = agent_pb2.STREAM_MODE_NONE

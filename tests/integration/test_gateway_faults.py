@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import socket
 
 import grpc
 import pytest
 from google.rpc import code_pb2
 
-from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
+from agentloop.scripted_model import Latency, Scenario, Script, Turn
+from agentloop.serving import Server
 from agentloop.settings import ReasonerSettings
 from agentloop.v1 import agent_pb2
 from reasoner_svc.service import create_server as create_reasoner
+from tests.support.processes import free_port
+from tests.support.scripts import ADD_SCENARIO
 from tests.support.stack import final_of, kinds, start_stack
 from tests.support.tools import make_registry
 from tests.support.waiting import assert_eventually
@@ -22,22 +24,10 @@ pytestmark = pytest.mark.integration
 
 SCRIPT = Script(
     scenarios=(
-        Scenario(
-            match="add",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
-                Turn(content="It is {{tool:add}}."),
-            ),
-        ),
+        ADD_SCENARIO,
         Scenario(match="", turns=(Turn(content=" ".join(f"word{i}" for i in range(200))),)),
     )
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_model_endpoint_down_ends_with_a_clear_error_event() -> None:
@@ -83,12 +73,12 @@ async def test_reasoner_that_comes_up_late_is_reached_by_retries() -> None:
         reasoner_addr=f"127.0.0.1:{port}",
         gateway_overrides={"rpc_attempts": 12, "rpc_backoff_s": 0.2},
     )
-    late: list[object] = []
+    late: list[Server] = []
 
     async def start_late() -> None:
         await asyncio.sleep(0.3)
         settings = dataclasses.replace(ReasonerSettings(), port=port, base_url=stack.model.base_url)
-        late.extend(await create_reasoner(settings))
+        late.append(await create_reasoner(settings))
 
     starter = asyncio.create_task(start_late())
     try:
@@ -96,9 +86,8 @@ async def test_reasoner_that_comes_up_late_is_reached_by_retries() -> None:
         assert final_of(events).final_reply.startswith("word0 word1")
     finally:
         await starter
-        handle, client = late
-        await handle.stop(0)  # type: ignore[attr-defined]
-        await client.close()  # type: ignore[attr-defined]
+        for server in late:
+            await server.aclose(0)
         await stack.close()
 
 
@@ -107,7 +96,7 @@ async def test_tool_service_down_mid_conversation_reports_the_tools_node() -> No
     stack = await start_stack(SCRIPT, make_registry()[0], gateway_overrides=overrides)
     try:
         assert final_of(await stack.run("add please")).final_reply == "It is 5."
-        await stack.tools.stop(0)  # the catalog is still cached; the batch itself must fail cleanly
+        await stack.tools.aclose(0)  # the catalog is still cached; the batch itself must fail cleanly
         events = await stack.run("add please")
         assert events[-1].WhichOneof("event") == "error"
         assert events[-1].error.node == "tools"

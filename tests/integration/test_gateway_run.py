@@ -11,8 +11,8 @@ import pytest
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
 from agentloop.wellknown import duration
-from tests.support.stack import Stack, final_of, kinds, start_stack
-from tests.support.tools import Probe, make_registry
+from tests.support.stack import Stack, final_of, kinds
+from tests.support.tools import Probe, probed_stack
 
 pytestmark = pytest.mark.integration
 
@@ -54,12 +54,8 @@ SCRIPT = Script(
 
 @pytest.fixture
 async def stack_and_probe() -> AsyncIterator[tuple[Stack, Probe]]:
-    registry, probe = make_registry()
-    stack = await start_stack(SCRIPT, registry)
-    try:
-        yield stack, probe
-    finally:
-        await stack.close()
+    async with probed_stack(SCRIPT) as stack_and_probe:
+        yield stack_and_probe
 
 
 @pytest.fixture

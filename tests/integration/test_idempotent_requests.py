@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import pytest
 
-from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
+from agentloop.scripted_model import Latency, Script
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from tests.support.scripts import add_scenario
 from tests.support.stack import Stack, final_of, start_stack, tokens_joined
 from tests.support.tools import make_registry
 
@@ -133,17 +134,7 @@ async def test_threads_and_runs_are_listed_in_pages(stack: Stack) -> None:
 
 
 async def test_a_resume_retried_with_its_request_id_attaches_to_the_resumption() -> None:
-    script = Script(
-        scenarios=(
-            Scenario(
-                match="^add please$",
-                turns=(
-                    Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
-                    Turn(content="Sum ready."),
-                ),
-            ),
-        )
-    )
+    script = Script(scenarios=(add_scenario(2, 3, "Sum ready.", match="^add please$"),))
     registry, probe = make_registry()
     stack = await start_stack(script, registry)
     try:

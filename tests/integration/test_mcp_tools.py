@@ -27,11 +27,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
-from agentloop.serving import ServerHandle
+from agentloop.serving import Server
 from agentloop.settings import TelemetrySettings, ToolSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2, tools_pb2_grpc
 from agentloop.wellknown import duration
+from tests.support.processes import free_port
 from tests.support.stack import final_of, start_stack
 from tests.support.waiting import assert_eventually
 from tool_svc import ToolRegistry, tool
@@ -42,13 +43,6 @@ from tool_svc.service import create_server
 pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def accepting(port: int) -> bool:
@@ -122,7 +116,7 @@ def config_path(tmp_path: Path, http_server: HttpMcpServer) -> str:
     )
 
 
-async def start_tools(config: str) -> ServerHandle:
+async def start_tools(config: str) -> Server:
     settings = dataclasses.replace(ToolSettings(), port=0, mcp_config=config)
     return await create_server(settings, ToolRegistry([local_note]))
 
@@ -161,7 +155,7 @@ async def test_list_tools_shows_both_servers_tools_namespaced_with_schemas(confi
     try:
         specs = await list_tools(handle.port)
     finally:
-        await handle.stop(0)
+        await handle.aclose(0)
 
     assert sorted(specs) == [
         "calc__add",
@@ -251,7 +245,7 @@ async def test_a_server_that_cannot_start_is_one_log_line_and_the_others_serve(
             specs = await list_tools(handle.port)
             result = await execute(handle.port, "calc__add", {"a": 1, "b": 1})
         finally:
-            await handle.stop(0)
+            await handle.aclose(0)
 
     assert sorted(specs) == ["calc__add", "calc__crash", "calc__explode", "calc__sleep_for", "local_note"]
     assert (result.is_error, result.content) == (False, "2")
@@ -296,7 +290,7 @@ async def test_http_server_restarted_is_reconnected_and_calls_work_again(
         still = await execute(handle.port, "calc__add", {"a": 3, "b": 4})
         assert (still.is_error, still.content) == (False, "7")
     finally:
-        await handle.stop(0)
+        await handle.aclose(0)
 
 
 async def test_mcp_calls_run_in_parallel_under_the_executors_timeout(tmp_path: Path) -> None:
@@ -314,7 +308,7 @@ async def test_mcp_calls_run_in_parallel_under_the_executors_timeout(tmp_path: P
         # The abandoned call did not break the session: the server still answers.
         after = await execute(handle.port, "calc__add", {"a": 5, "b": 6})
     finally:
-        await handle.stop(0)
+        await handle.aclose(0)
 
     assert results["c0"].is_error
     assert results["c0"].error_kind == common_pb2.TOOL_ERROR_KIND_TIMEOUT
@@ -336,7 +330,7 @@ async def test_a_stdio_server_that_dies_is_started_again(tmp_path: Path) -> None
             assert asyncio.get_running_loop().time() < deadline, outcomes[-1].content
             await asyncio.sleep(0.1)
     finally:
-        await handle.stop(0)
+        await handle.aclose(0)
 
     assert crashed.is_error
     assert "MCP server 'calc'" in crashed.content
@@ -357,7 +351,7 @@ async def test_mcp_calls_get_the_executors_tool_spans(tmp_path: Path) -> None:
             handle.port, [("calc__add", {"a": 1, "b": 2}), ("calc__explode", {"reason": "x"})]
         )
     finally:
-        await handle.stop(0)
+        await handle.aclose(0)
         telemetry.shutdown()
 
     by_name = {span.name: span for span in spans.get_finished_spans()}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import grpc
@@ -22,6 +21,7 @@ from agentloop.scripted_model import (
 from agentloop.settings import ReasonerSettings
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.service import create_server
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -56,12 +56,6 @@ SCRIPT = Script(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Harness:
     def __init__(self, model: ScriptedModelServer, stub: reasoner_pb2_grpc.ReasonerStub) -> None:
         self.model = model
@@ -71,14 +65,9 @@ class Harness:
 async def _start(base_url: str, **overrides: object) -> AsyncIterator[reasoner_pb2_grpc.ReasonerStub]:
     fields: dict[str, object] = {"port": 0, "base_url": base_url, "max_retries": 0, **overrides}
     settings = dataclasses.replace(ReasonerSettings(), **fields)  # type: ignore[arg-type]
-    handle, client = await create_server(settings)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{handle.port}")
-    try:
+    server = await create_server(settings)
+    async with server, grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
         yield reasoner_pb2_grpc.ReasonerStub(channel)
-    finally:
-        await channel.close()
-        await handle.stop(0)
-        await client.close()
 
 
 @pytest.fixture
@@ -214,7 +203,7 @@ async def test_429_is_retried_by_the_client_then_succeeds() -> None:
 
 
 async def test_endpoint_unreachable_is_unavailable() -> None:
-    async for stub in _start(f"http://127.0.0.1:{_free_port()}/v1"):
+    async for stub in _start(f"http://127.0.0.1:{free_port()}/v1"):
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.Step(reasoner_pb2.StepRequest(params=_params("hi")), timeout=10)
         assert info.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -163,7 +163,7 @@ async def test_a_replica_that_reports_not_serving_gets_no_calls() -> None:
             await model.start()
             settings = dataclasses.replace(ReasonerSettings(), port=0, base_url=model.base_url)
             handles.append(await create_reasoner(settings))
-        addrs = ",".join(f"127.0.0.1:{handle.port}" for handle, _ in handles)
+        addrs = ",".join(f"127.0.0.1:{handle.port}" for handle in handles)
         stack = await start_stack(HELLO, gateway_overrides={"reasoner_addr": addrs})
 
         async def hello() -> None:
@@ -172,8 +172,8 @@ async def test_a_replica_that_reports_not_serving_gets_no_calls() -> None:
             assert final_of(events).final_reply == "hi x"
 
         # A replica draining for shutdown says NOT_SERVING; client-side health checking skips it.
-        draining, _ = handles[0]
-        await draining.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        draining = handles[0]
+        await draining.handle.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         # The health update reaches the gateway asynchronously: wait until round_robin skips it.
         skipped = 0
         for _ in range(40):
@@ -190,7 +190,7 @@ async def test_a_replica_that_reports_not_serving_gets_no_calls() -> None:
         assert models[1].request_count >= 8
 
         # Serving again: it is back in the rotation.
-        await draining.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await draining.handle.health.set("", health_pb2.HealthCheckResponse.SERVING)
         for _ in range(40):
             await hello()
             if models[0].request_count > before:
@@ -199,8 +199,7 @@ async def test_a_replica_that_reports_not_serving_gets_no_calls() -> None:
     finally:
         if stack is not None:
             await stack.close()
-        for handle, client in handles:
-            await handle.stop(0)
-            await client.close()
+        for handle in handles:
+            await handle.aclose(0)
         for model in models:
             await model.stop()

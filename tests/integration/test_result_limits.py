@@ -100,7 +100,7 @@ async def test_a_batch_of_large_results_stays_under_the_message_limit() -> None:
     try:
         # RunFinal carries the whole conversation: this client accepts as much as the gateway sends.
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{stack.gateway.port}", options=CHANNEL_OPTIONS)
-        stack.closers.append(channel.close)
+        stack.resources.push_async_callback(channel.close)
         call = agent_pb2_grpc.AgentStub(channel).Run(agent_pb2.RunRequest(input="many big"), timeout=120)
         events = [response.event async for response in call]
         assert final_of(events).final_reply == "done"

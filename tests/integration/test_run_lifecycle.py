@@ -23,20 +23,15 @@ from agentloop.v1 import agent_pb2, common_pb2
 from gateway.acting import tool_message
 from gateway.store.base import CheckpointWrite, RunStatus
 from gateway.store.sql import SqlStore
+from tests.support.scripts import add_scenario
 from tests.support.stack import Stack, final_of, kinds, start_stack
-from tests.support.tools import Probe, make_registry
+from tests.support.tools import Probe, make_registry, probed_stack
 
 pytestmark = pytest.mark.integration
 
 SCRIPT = Script(
     scenarios=(
-        Scenario(
-            match="^add please$",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 1, "b": 2}),)),
-                Turn(content="Result: {{last_tool}}"),
-            ),
-        ),
+        add_scenario(1, 2, "Result: {{last_tool}}", match="^add please$"),
         Scenario(
             match="^nap$",
             turns=(
@@ -67,14 +62,10 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30
 
 @pytest.fixture
 async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe]]:
-    registry, probe = make_registry()
-    stack = await start_stack(
-        SCRIPT, registry, database_url=database_url, gateway_overrides={"orphan_scan_s": 0.05}
-    )
-    try:
-        yield stack, probe
-    finally:
-        await stack.close()
+    async with probed_stack(
+        SCRIPT, database_url=database_url, gateway_overrides={"orphan_scan_s": 0.05}
+    ) as stack_and_probe:
+        yield stack_and_probe
 
 
 async def events_of(call: grpc.aio.UnaryStreamCall) -> list[agent_pb2.RunEvent]:  # type: ignore[type-arg]

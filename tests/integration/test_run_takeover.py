@@ -32,19 +32,15 @@ from tests.integration.test_crash_resume import (
 from tests.integration.test_faults_e2e import FlakyProxy
 from tests.support.postgres import fresh_postgres_database
 from tests.support.stack import Stack, final_of, start_stack
-from tests.support.tools import Probe, make_registry
+from tests.support.tools import Probe, make_registry, probed_stack
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe]]:
-    registry, probe = make_registry()
-    stack = await start_stack(SCRIPT, registry, database_url=database_url)
-    try:
-        yield stack, probe
-    finally:
-        await stack.close()
+    async with probed_stack(SCRIPT, database_url=database_url) as stack_and_probe:
+        yield stack_and_probe
 
 
 def open_calls(events: list[agent_pb2.RunEvent]) -> set[str]:
@@ -199,6 +195,61 @@ async def test_a_run_outliving_the_store_retry_budget_finishes_once_the_database
         numbers = [e.sequence for e in stored]
         assert numbers == sorted(set(numbers))
         assert probe.finished["step-2"] == 1
+    finally:
+        with contextlib.suppress(Exception):
+            proxy.restore()
+        await direct.close()
+        await stack.close()
+
+
+async def test_a_queued_run_whose_client_left_during_an_outage_is_cancelled_once_the_database_is_back(
+    postgres_behind_proxy: tuple[str, str, FlakyProxy],
+) -> None:
+    """A QUEUED run has no lease: if the gateway gave up ending it, nothing else ever would."""
+    direct_url, url, proxy = postgres_behind_proxy
+    registry, _ = make_registry()
+    overrides = {"lease_s": LEASE_S, "orphan_scan_s": 0.2, "store_retry_budget_s": 0.5}
+    stack = await start_stack(SCRIPT, registry, database_url=url, gateway_overrides=overrides)
+    direct = SqlStore(direct_url)
+    thread = "t-queued-outage"
+    try:
+        first = stack.agent.Run(
+            agent_pb2.RunRequest(input="crash test", user_id="ana", thread_id=thread), timeout=60
+        )
+        async for response in first:
+            if CRASH_POINTS["during_tools"](response.event):
+                break
+        queued = stack.agent.Run(
+            agent_pb2.RunRequest(
+                input="hello",
+                user_id="ana",
+                thread_id=thread,
+                options=agent_pb2.RunOptions(concurrency=agent_pb2.CONCURRENCY_POLICY_ENQUEUE),
+            ),
+            timeout=60,
+        )
+        deadline = time.monotonic() + 10
+        while not (
+            waiting := [
+                r for r in await direct.list_runs(thread, 10, user_id="ana") if r.status is RunStatus.QUEUED
+            ]
+        ):
+            assert time.monotonic() < deadline, "the second run was never queued"
+            await asyncio.sleep(0.02)
+        proxy.cut()
+        queued.cancel()  # the client leaves; its gateway cannot reach the database to end the run
+        first.cancel()
+        await asyncio.sleep(1.5)  # three times the retry budget
+        assert (await direct.get_run(waiting[0].run_id)).status is RunStatus.QUEUED  # type: ignore[union-attr]
+        proxy.restore()
+
+        deadline = time.monotonic() + 15
+        while (run := await direct.get_run(waiting[0].run_id)) is None or run.status is RunStatus.QUEUED:
+            assert time.monotonic() < deadline, (
+                f"the queued run never ended after the database came back: {run}"
+            )
+            await asyncio.sleep(0.1)
+        assert run.status is RunStatus.CANCELLED
     finally:
         with contextlib.suppress(Exception):
             proxy.restore()

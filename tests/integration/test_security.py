@@ -17,6 +17,7 @@ from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from gateway.service import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
 from tests.support.certs import make_certs
+from tests.support.scripts import add_scenario
 from tests.support.stack import final_of, start_stack
 from tests.support.tools import make_registry
 from tests.support.waiting import assert_eventually
@@ -26,13 +27,7 @@ pytestmark = pytest.mark.integration
 
 SCRIPT = Script(
     scenarios=(
-        Scenario(
-            match="^add$",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
-                Turn(content="{{tool:add}}"),
-            ),
-        ),
+        add_scenario(2, 3, "{{tool:add}}", match="^add$"),
         Scenario(
             match="^many$",
             turns=(
@@ -140,7 +135,7 @@ async def test_every_hop_can_run_over_mutual_tls() -> None:
         tools = await create_tools(
             dataclasses.replace(ToolSettings(), port=0), make_registry()[0], tls=server_tls
         )
-        reasoner, client = await create_reasoner(
+        reasoner = await create_reasoner(
             dataclasses.replace(ReasonerSettings(), port=0, base_url=model.base_url), tls=server_tls
         )
         settings = dataclasses.replace(
@@ -166,10 +161,9 @@ async def test_every_hop_can_run_over_mutual_tls() -> None:
                         )
                     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
         finally:
-            await gateway.close(0)
-            await reasoner.stop(0)
-            await client.close()
-            await tools.stop(0)
+            await gateway.aclose(0)
+            await reasoner.aclose(0)
+            await tools.aclose(0)
 
 
 async def test_limits_protect_the_gateway() -> None:
@@ -229,7 +223,7 @@ async def test_gateway_health_follows_its_dependencies() -> None:
         )
         assert await health(addr, "", 3) == 0
         assert await health(addr, "store", 3) == 0
-        await stack.tools.stop(0)
+        await stack.tools.aclose(0)
         health_state = stack.gateway.health
         assert health_state is not None
         await assert_eventually(lambda: health_state.status.get("tools") is False, timeout_s=10)

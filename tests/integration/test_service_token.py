@@ -12,25 +12,16 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agentloop.demo import Child
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.scripted_model import Script
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
+from tests.support.scripts import add_scenario
 from tests.support.stack import Stack, final_of, start_stack
 from tests.support.tools import make_registry
 
 pytestmark = pytest.mark.integration
 
 TOKEN = "s3rvice-token-for-tests"
-SCRIPT = Script(
-    scenarios=(
-        Scenario(
-            match="^add$",
-            turns=(
-                Turn(tool_calls=(ScriptedToolCall("add", {"a": 2, "b": 3}),)),
-                Turn(content="{{tool:add}}"),
-            ),
-        ),
-    )
-)
+SCRIPT = Script(scenarios=(add_scenario(2, 3, "{{tool:add}}", match="^add$"),))
 STEP = reasoner_pb2.StepRequest(
     params=reasoner_pb2.CompletionParams(
         messages=[common_pb2.Message(role=common_pb2.ROLE_USER, content="hi")]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentloop.demo import ServiceExited, services
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -30,12 +30,6 @@ def _agentloop(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedPr
         text=True,
         timeout=120,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _error_lines(stderr: str) -> list[str]:
@@ -67,7 +61,7 @@ def test_a_bad_database_url_is_one_line_naming_the_accepted_forms(
 
 @pytest.mark.parametrize("command", [["serve", "gateway", "--port", "0"], ["db", "current"]])
 def test_an_unreachable_database_is_retried_then_one_line(tmp_path: Path, command: list[str]) -> None:
-    url = f"postgresql://agent:secret@127.0.0.1:{_free_port()}/agent"
+    url = f"postgresql://agent:secret@127.0.0.1:{free_port()}/agent"
     proc = _agentloop(command, tmp_path, DATABASE_URL=url, AGENTLOOP_DB_CONNECT_S="1")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr

@@ -11,7 +11,7 @@ import pytest
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
 from tests.support.stack import Stack, final_of, start_stack, tokens_joined
-from tests.support.tools import Probe, make_registry
+from tests.support.tools import Probe, make_registry, probed_stack
 from tests.support.waiting import assert_eventually
 
 pytestmark = pytest.mark.integration
@@ -50,12 +50,8 @@ SCRIPT = Script(
 
 @pytest.fixture
 async def stack_and_probe(database_url: str) -> AsyncIterator[tuple[Stack, Probe]]:
-    registry, probe = make_registry()
-    stack = await start_stack(SCRIPT, registry, database_url=database_url)
-    try:
-        yield stack, probe
-    finally:
-        await stack.close()
+    async with probed_stack(SCRIPT, database_url=database_url) as stack_and_probe:
+        yield stack_and_probe
 
 
 @pytest.fixture

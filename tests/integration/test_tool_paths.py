@@ -39,6 +39,18 @@ def user_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def serve_tools(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`agentloop serve tools` run from `tmp_path` as a user would, until it exits (a broken module)."""
+    return subprocess.run(
+        [AGENTLOOP, "serve", "tools", "--port", "0", *args],
+        cwd=tmp_path,
+        env=user_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def write(directory: Path, relative: str, source: str) -> None:
     path = directory / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,14 +165,7 @@ CASES = {
 def test_a_broken_tool_module_is_one_line_naming_file_line_and_fix(tmp_path: Path, case: str) -> None:
     source, location, text = CASES[case]
     write(tmp_path, "my_tools.py", source)
-    proc = subprocess.run(
-        [AGENTLOOP, "serve", "tools", "--port", "0", "--tools", "./my_tools.py"],
-        cwd=tmp_path,
-        env=user_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = serve_tools(tmp_path, "--tools", "./my_tools.py")
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
@@ -170,14 +175,7 @@ def test_a_broken_tool_module_is_one_line_naming_file_line_and_fix(tmp_path: Pat
 
 
 def test_an_unknown_module_name_says_where_it_looked(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [AGENTLOOP, "serve", "tools", "--port", "0", "--tools", "pkg.nope"],
-        cwd=tmp_path,
-        env=user_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = serve_tools(tmp_path, "--tools", "pkg.nope")
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"agentloop serve tools: cannot find tool module 'pkg.nope' in {tmp_path} or the installed packages; "
@@ -187,14 +185,7 @@ def test_an_unknown_module_name_says_where_it_looked(tmp_path: Path) -> None:
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     write(tmp_path, "my_tools.py", CASES["raises"][0])
-    proc = subprocess.run(
-        [AGENTLOOP, "serve", "tools", "--port", "0", "--tools", "./my_tools.py", "--debug"],
-        cwd=tmp_path,
-        env=user_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = serve_tools(tmp_path, "--tools", "./my_tools.py", "--debug")
     assert proc.returncode == 2
     assert "Traceback (most recent call last)" in proc.stderr
     assert proc.stderr.splitlines()[-1].endswith("while importing; fix the code at that line")

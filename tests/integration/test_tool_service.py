@@ -13,7 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agentloop.serving import ServerHandle
+from agentloop.serving import Server
 from agentloop.settings import ToolSettings
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
 from agentloop.wellknown import duration
@@ -71,7 +71,7 @@ def build_registry(settings: ToolSettings, probe: Probe) -> ToolRegistry:
 
 @dataclass
 class Service:
-    handle: ServerHandle
+    handle: Server
     channel: grpc.aio.Channel
     probe: Probe
 
@@ -114,7 +114,7 @@ async def service(settings: ToolSettings) -> AsyncIterator[Service]:
         yield Service(handle, channel, probe)
     finally:
         await channel.close()
-        await handle.stop(0)
+        await handle.aclose(0)
 
 
 def call(call_id: str, name: str, arguments: dict[str, object] | str | None = None) -> common_pb2.ToolCall:
@@ -440,7 +440,7 @@ async def test_default_registry_when_none_is_given(settings: ToolSettings) -> No
                 "products",
             ]
     finally:
-        await handle.stop(0)
+        await handle.aclose(0)
 
 
 async def test_unloadable_module_fails_server_creation(settings: ToolSettings) -> None:

@@ -16,7 +16,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from agentloop.v1 import (
 )
 from gateway.service import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
+from tests.support.net import free_port
 from tests.support.waiting import assert_eventually
 from tool_svc.service import create_server as create_tools
 
@@ -161,7 +161,7 @@ async def test_one_run_is_one_trace_across_the_three_services(
         OPENAI_BASE_URL=model.base_url,
         DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'agentloop.db'}",
         AGENTLOOP_LOG_FORMAT="json",
-        AGENTLOOP_LOG_LEVEL="INFO",
+        AGENTLOOP_LOG_LEVEL="DEBUG",  # the loop logs its nodes and routes at DEBUG
     )
     cli = [sys.executable, "-m", "agentloop.cli", "serve"]
     children: list[Child] = []
@@ -313,18 +313,12 @@ def recorded() -> Iterator[Recorded]:
     telemetry.shutdown()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_server_spans_record_the_status_and_only_server_faults_are_errors(recorded: Recorded) -> None:
     tools = await create_tools(dataclasses.replace(ToolSettings(), port=0), telemetry=recorded.telemetry)
     reasoner_settings = dataclasses.replace(
-        ReasonerSettings(), port=0, base_url=f"http://127.0.0.1:{_free_port()}/v1", max_retries=0
+        ReasonerSettings(), port=0, base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0
     )
-    reasoner, client = await create_reasoner(reasoner_settings, telemetry=recorded.telemetry)
+    reasoner = await create_reasoner(reasoner_settings, telemetry=recorded.telemetry)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{tools.port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as bad_batch:
@@ -336,9 +330,8 @@ async def test_server_spans_record_the_status_and_only_server_faults_are_errors(
             with pytest.raises(grpc.aio.AioRpcError) as unreachable:
                 await reasoner_pb2_grpc.ReasonerStub(channel).Step(reasoner_pb2.StepRequest(params=params))
     finally:
-        await tools.stop(0)
-        await reasoner.stop(0)
-        await client.close()
+        await tools.aclose(0)
+        await reasoner.aclose(0)
     assert bad_batch.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert unreachable.value.code() == grpc.StatusCode.UNAVAILABLE
 
@@ -375,7 +368,7 @@ async def test_error_results_mark_tool_spans_and_count_by_tool_and_kind(recorded
             stub = tools_pb2_grpc.ToolServiceStub(channel)
             events = await _drain(stub.Execute(tools_pb2.ExecuteRequest(calls=calls)))
     finally:
-        await tools.stop(0)
+        await tools.aclose(0)
     results = {e.finished.tool_call_id: e.finished for e in events if e.HasField("finished")}
     assert results["c1"].is_error
     assert results["c2"].is_error
@@ -402,7 +395,7 @@ async def test_a_failed_run_is_counted_and_its_span_says_why(recorded: Recorded,
     settings = dataclasses.replace(
         GatewaySettings(),
         port=0,
-        reasoner_addr=f"127.0.0.1:{_free_port()}",
+        reasoner_addr=f"127.0.0.1:{free_port()}",
         tools_addr=f"127.0.0.1:{tools.port}",
         rpc_attempts=2,
         rpc_backoff_s=0.01,
@@ -415,8 +408,8 @@ async def test_a_failed_run_is_counted_and_its_span_says_why(recorded: Recorded,
             request = agent_pb2.RunRequest(input="hello", user_id="ana")
             events = [r.event async for r in agent_pb2_grpc.AgentStub(channel).Run(request, timeout=30)]
     finally:
-        await gateway.close(0)
-        await tools.stop(0)
+        await gateway.aclose(0)
+        await tools.aclose(0)
     assert events[-1].WhichOneof("event") == "error"
     run = recorded.span("invoke_agent agentloop")
     assert run.attributes is not None

@@ -20,7 +20,7 @@ from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
 from gateway.snapshot import metadata_of, restore, to_record
-from gateway.state import RunConfig, RunState
+from gateway.state import RunConfig, RunFailure, RunState, StopReason
 from gateway.validation import resolved_options, run_config
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -28,9 +28,13 @@ NAMES = st.sampled_from(["search", "fetch", "calc", "write"])
 COUNT = st.integers(min_value=0, max_value=10_000)
 
 
-# Stop reasons are a closed set on the wire (agentloop.v1.StopReason); "" is "not stopped".
+# Stop reasons are a closed set on the wire (agentloop.v1.StopReason) and every one of them is
+# a StopReason of the state (a stored checkpoint names one by its value); None is "not stopped".
 STOP_REASONS = st.sampled_from(
-    ["", *(name.removeprefix("STOP_REASON_").lower() for name in agent_pb2.StopReason.keys()[1:])]
+    [
+        None,
+        *(StopReason(name.removeprefix("STOP_REASON_").lower()) for name in agent_pb2.StopReason.keys()[1:]),
+    ]
 )
 
 
@@ -103,7 +107,7 @@ def run_states(draw: st.DrawFn) -> tuple[RunState, dict[str, common_pb2.ToolResu
     )
     state.stop, state.stop_reason, state.final_reply = draw(st.booleans()), draw(STOP_REASONS), draw(TEXT)
     if draw(st.booleans()):
-        state.error = (draw(st.sampled_from(["INTERNAL", "UNAVAILABLE"])), draw(TEXT), draw(TEXT))
+        state.error = RunFailure(draw(st.sampled_from(["INTERNAL", "UNAVAILABLE"])), draw(TEXT), draw(TEXT))
     state.suggested_next_step, state.hint, state.structured_output_json = draw(TEXT), draw(TEXT), draw(TEXT)
     state.awaiting_approval = draw(st.booleans())
     state.approvals = draw(decisions())

@@ -11,7 +11,6 @@ from sqlalchemy.exc import DBAPIError
 
 from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.v1 import common_pb2
-from gateway.memory import MemoryStore
 from gateway.store.base import CheckpointWrite, RunStatus, ThreadBusy
 from gateway.store.sql import SqlStore
 
@@ -84,9 +83,9 @@ async def test_a_tool_call_id_with_nul_is_recorded_and_read_back_as_given(store:
 
 
 async def test_a_memory_with_nul_is_stored_with_a_replacement_character(store: SqlStore) -> None:
-    memories = MemoryStore(store.engine)
-    await memories.add(USER, "a\x00b")
-    assert [m.text for m in await memories.list(USER)] == ["a\ufffdb"]
+    added = await store.add_memory(USER, "a\x00b")
+    assert added.text == "a\ufffdb"
+    assert [m.text for m in await store.list_memories(USER)] == ["a\ufffdb"]
 
 
 async def test_store_errors_carry_neither_sql_nor_bound_values(store: SqlStore) -> None:

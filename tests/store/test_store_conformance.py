@@ -850,6 +850,17 @@ async def test_start_run_can_reserve_the_first_event_numbers(store: SqlStore) ->
     assert (run.sequence_reserved, run.next_sequence_base) == (1024, 1024)
 
 
+async def test_a_run_created_started_reserves_its_first_event_numbers_and_a_queued_one_none(
+    store: SqlStore,
+) -> None:
+    await store.create_thread("t1", USER)
+    started = await store.create_run("r1", "t1", USER, b"request", owner=A, reserve=1024)
+    assert (started.sequence_reserved, started.next_sequence_base) == (1024, 1024)
+    await store.create_thread("t2", USER)
+    queued = await store.create_run("r2", "t2", USER, b"request", reserve=1024)
+    assert queued.sequence_reserved == 0
+
+
 async def test_a_run_that_pauses_or_ends_keeps_no_reservation_beyond_its_last_event(store: SqlStore) -> None:
     await running(store, "r1")
     await store.reserve_sequences("r1", A, 1024)

@@ -25,7 +25,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -38,6 +37,8 @@ from typing import Any, TypeVar
 from sqlalchemy import NullPool, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from tests.support.net import free_port
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 ENV_VAR = "AGENTLOOP_TEST_POSTGRES"
@@ -112,12 +113,6 @@ def _find_binary(name: str) -> str | None:
     return found[0] if found else shutil.which(name)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start_throwaway_cluster(why_not_configured: str) -> str:
     initdb, pg_ctl = _find_binary("initdb"), _find_binary("pg_ctl")
     if initdb is None or pg_ctl is None:
@@ -138,7 +133,7 @@ def _start_throwaway_cluster(why_not_configured: str) -> str:
             ) from None
         os.chown(workdir, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
-    data, port = workdir / "data", _free_port()
+    data, port = workdir / "data", free_port()
     try:
         subprocess.run(
             [*prefix, initdb, "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"],

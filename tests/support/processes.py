@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agentloop.demo import Child
+from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServiceProcess:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
+from agentloop.scripted_model import Script
 from agentloop.settings import ToolSettings
+from agentloop.testing import Stack, running_stack
 from tool_svc import Conversation, RunMetadata, ThreadId, ToolRegistry, UserId, tool
 from tool_svc.builtins import default_registry
 
@@ -133,3 +138,11 @@ def make_registry(settings: ToolSettings | None = None) -> tuple[ToolRegistry, P
     for fn in (meet, sleep_for, explode, add, count_once, track, leak, whoami):
         registry.register(fn)
     return registry, probe
+
+
+@contextlib.asynccontextmanager
+async def probed_stack(script: Script, **kwargs: Any) -> AsyncIterator[tuple[Stack, Probe]]:
+    """A running stack whose tool service has the test tools, with their probe; start_stack's options."""
+    registry, probe = make_registry()
+    async with running_stack(script, registry=registry, **kwargs) as stack:
+        yield stack, probe

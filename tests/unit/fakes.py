@@ -74,9 +74,13 @@ class FakeReasoner:
 class FakeTools:
     """Runs every call at once: "<name>: <arguments>" as result; `hang` tools never finish."""
 
-    def __init__(self, hang: Sequence[str] = (), fail: BaseException | None = None) -> None:
+    def __init__(
+        self, hang: Sequence[str] = (), fail: BaseException | None = None, gap_s: float = 0.0
+    ) -> None:
         self.hang = set(hang)
         self.fail = fail
+        self.gap_s = gap_s
+        """Pause between two results, as separate gRPC messages arrive apart."""
         self.batches: list[list[common_pb2.ToolCall]] = []
 
     async def execute(
@@ -99,6 +103,8 @@ class FakeTools:
                 raise self.fail
             if c.name in self.hang:
                 await asyncio.Event().wait()
+            if self.gap_s:
+                await asyncio.sleep(self.gap_s)
             result = common_pb2.ToolResult(
                 tool_call_id=c.id, name=c.name, content=f"{c.name}: {c.arguments_json}"
             )

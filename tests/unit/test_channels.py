@@ -7,7 +7,8 @@ import json
 import grpc
 import pytest
 
-from agentloop.channels import CHANNEL_OPTIONS, RetryPolicy, merge_options, service_config
+from agentloop.channels import CHANNEL_OPTIONS, merge_options, service_config
+from agentloop.retry import RetryPolicy
 from agentloop.settings import GatewaySettings, SettingError, grpc_target
 
 
@@ -81,7 +82,7 @@ def test_retry_policy_attempts_fit_grpc_limits() -> None:
     assert method["waitForReady"] is True
 
 
-def test_backoff_stays_within_its_cap() -> None:
+def test_the_rpc_backoff_stays_within_its_cap() -> None:
     policy = RetryPolicy(backoff_s=0.5, max_backoff_s=2.0)
     assert all(0 <= policy.delay_s(attempt) <= 2.0 for attempt in range(10) for _ in range(20))
     assert policy.should_retry(grpc.StatusCode.UNAVAILABLE, 0)

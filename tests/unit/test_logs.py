@@ -172,3 +172,17 @@ def test_an_unknown_format_falls_back_to_text(capsys: pytest.CaptureFixture[str]
     handler, _ = configured("INFO", {"AGENTLOOP_LOG_FORMAT": "xml"})
     assert not isinstance(handler.formatter, JsonFormatter)
     assert "AGENTLOOP_LOG_FORMAT='xml'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("level", "expected"), [("INFO", logging.WARNING), ("DEBUG", logging.NOTSET)])
+def test_http_clients_log_each_request_only_at_debug(level: str, expected: int) -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        root.handlers = []
+        logs.configure(env={"AGENTLOOP_LOG_LEVEL": level})
+        assert [logging.getLogger(name).level for name in logs.PER_REQUEST_LOGGERS] == [expected] * 2
+    finally:
+        root.handlers, root.level = saved
+        for name in logs.PER_REQUEST_LOGGERS:
+            logging.getLogger(name).setLevel(logging.NOTSET)

@@ -15,14 +15,8 @@ from agentloop.v1 import agent_pb2
 from gateway.graph import run_graph
 from gateway.snapshot import metadata_of, restore
 from gateway.state import (
-    STOP_CANCELLED,
-    STOP_COMPLETED,
-    STOP_ERROR,
-    STOP_LOOP,
-    STOP_MAX_STEPS,
-    STOP_NEEDS_MORE_STEPS,
-    STOP_PAUSED,
     RunState,
+    StopReason,
 )
 from gateway.store.base import RunStatus
 from tests.unit.fakes import OWNER, FakeReasoner, FakeTools, Harness, asks, call, kinds, new_run, says
@@ -46,7 +40,7 @@ async def test_agent_tools_agent_finalize(new_run: NewRun) -> None:
     h = await new_run(FakeReasoner(asks(call("c1", "add", '{"a": 2, "b": 2}')), says("It is 4.")))
     state = await run_graph(h.state, h.ctx)
     assert await nodes_entered(h) == ["init_state", "memory_trigger", "agent", "tools", "agent", "finalize"]
-    assert (state.final_reply, state.stop_reason) == ("It is 4.", STOP_COMPLETED)
+    assert (state.final_reply, state.stop_reason) == ("It is 4.", StopReason.COMPLETED)
     assert (metadata_of(state).tool_calls, metadata_of(state).steps_taken) == (1, 1)
     assert [c.name for c in h.tools.batches[0]] == ["add"]
     assert await status(h) == RunStatus.COMPLETED
@@ -67,7 +61,7 @@ async def test_agent_straight_to_finalize(new_run: NewRun) -> None:
 async def test_max_steps_asks_for_an_answer_without_tools(new_run: NewRun) -> None:
     h = await new_run(FakeReasoner(asks(call("c1", "add")), says("Best guess: 4.")), max_steps=1)
     state = await run_graph(h.state, h.ctx)
-    assert state.stop_reason == STOP_MAX_STEPS
+    assert state.stop_reason == StopReason.MAX_STEPS
     assert state.final_reply == "Best guess: 4."
     assert len(h.tools.batches) == 1
     assert await status(h) == RunStatus.COMPLETED
@@ -76,7 +70,7 @@ async def test_max_steps_asks_for_an_answer_without_tools(new_run: NewRun) -> No
 async def test_max_steps_with_tools_still_wanted_needs_more_steps(new_run: NewRun) -> None:
     h = await new_run(FakeReasoner(asks(call("c1", "add")), asks(call("c2", "add"))), max_steps=1)
     state = await run_graph(h.state, h.ctx)
-    assert state.stop_reason == STOP_NEEDS_MORE_STEPS
+    assert state.stop_reason == StopReason.NEEDS_MORE_STEPS
     assert len(h.tools.batches) == 1  # the call past the limit never ran
     assert "need more steps" in state.final_reply
 
@@ -86,7 +80,7 @@ async def test_a_stop_flag_from_the_tools_node_goes_to_finalize(new_run: NewRun)
     replies = [asks(call(f"c{i}", same.name, same.arguments_json)) for i in range(6)]
     h = await new_run(FakeReasoner(*replies))
     state = await run_graph(h.state, h.ctx)
-    assert state.stop_reason == STOP_LOOP
+    assert state.stop_reason == StopReason.LOOP_DETECTED
     entered = await nodes_entered(h)
     assert entered[-2:] == ["tools", "finalize"]
     assert "stopped" in state.final_reply
@@ -97,7 +91,7 @@ async def test_approval_pauses_at_tools_and_a_decision_continues_there(new_run: 
         FakeReasoner(asks(call("c1", "delete", '{"id": 7}')), says("Deleted.")), require_approval={"delete"}
     )
     state = await run_graph(h.state, h.ctx)
-    assert (state.awaiting_approval, state.stop_reason) == (True, STOP_PAUSED)
+    assert (state.awaiting_approval, state.stop_reason) == (True, StopReason.PAUSED)
     assert not h.tools.batches
     assert await status(h) == RunStatus.PAUSED
     checkpoint = await h.store.latest_checkpoint(h.state.run_id)
@@ -114,7 +108,7 @@ async def test_approval_pauses_at_tools_and_a_decision_continues_there(new_run: 
     )
     restore(resumed, checkpoint.record, {}, {"c1": approve})
     final = await run_graph(resumed, h.ctx, start=checkpoint.record.next_node)
-    assert (final.final_reply, final.stop_reason, final.approvals) == ("Deleted.", STOP_COMPLETED, {})
+    assert (final.final_reply, final.stop_reason, final.approvals) == ("Deleted.", StopReason.COMPLETED, {})
     assert [c.id for c in h.tools.batches[0]] == ["c1"]
 
 
@@ -122,7 +116,7 @@ async def test_cancel_before_a_node_goes_to_finalize(new_run: NewRun) -> None:
     h = await new_run(FakeReasoner(says("never asked")))
     h.ctx.cancel.set()
     state = await run_graph(h.state, h.ctx)
-    assert state.stop_reason == STOP_CANCELLED
+    assert state.stop_reason == StopReason.CANCELLED
     assert await nodes_entered(h) == ["init_state", "memory_trigger", "finalize"]
     assert not h.reasoner.params
     assert await status(h) == RunStatus.CANCELLED
@@ -131,9 +125,9 @@ async def test_cancel_before_a_node_goes_to_finalize(new_run: NewRun) -> None:
 async def test_a_failing_dependency_fails_the_run_once(new_run: NewRun) -> None:
     h = await new_run(FakeReasoner(Unavailable("the model endpoint is down")))
     state = await run_graph(h.state, h.ctx)
-    assert state.stop_reason == STOP_ERROR
+    assert state.stop_reason == StopReason.ERROR
     assert state.error is not None
-    assert (state.error[0], state.error[2]) == ("UNAVAILABLE", "agent")
+    assert (state.error.code, state.error.node) == ("UNAVAILABLE", "agent")
     events = await h.events()
     assert kinds(events).count("error") == 1
     assert await status(h) == RunStatus.FAILED
@@ -144,9 +138,9 @@ async def test_a_node_failing_mid_round_closes_its_tool_calls(new_run: NewRun) -
         FakeReasoner(asks(call("c1", "add"), call("c2", "add"))), FakeTools(fail=RuntimeError("boom"))
     )
     state = await run_graph(h.state, h.ctx)
-    assert state.stop_reason == STOP_ERROR
+    assert state.stop_reason == StopReason.ERROR
     assert state.error is not None
-    assert state.error[2] == "tools"
+    assert state.error.node == "tools"
     # The thread stays valid: both calls have results, so the next run can go on from it.
     history = await h.store.thread_messages(h.state.thread_id, user_id="ana")
     answered = [m.tool_call_id for m in history if m.tool_call_id]

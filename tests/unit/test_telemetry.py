@@ -146,3 +146,20 @@ def test_a_taken_scrape_port_does_not_stop_the_service() -> None:
         second.shutdown()
     finally:
         first.shutdown()
+
+
+def test_without_an_exporter_spans_carry_ids_but_record_nothing() -> None:
+    settings = TelemetrySettings.from_env("agentloop-gateway", {"OTEL_TRACES_EXPORTER": "none"})
+    quiet = Telemetry.from_settings(settings)
+    exported = Telemetry.from_settings(
+        settings, span_processors=[SimpleSpanProcessor(InMemorySpanExporter())]
+    )
+    try:
+        with quiet.span("run") as span:
+            assert not span.is_recording()
+            assert span.get_span_context().is_valid  # logs and downstream services still get a trace id
+        with exported.span("run") as span:
+            assert span.is_recording()
+    finally:
+        quiet.shutdown()
+        exported.shutdown()

@@ -21,7 +21,7 @@ from gateway.acting import (
     tools,
 )
 from gateway.run_context import FINAL_ANSWER_TOOL
-from gateway.state import STOP_CANCELLED, STOP_COMPLETED, STOP_MAX_STEPS, STOP_PAUSED, Update
+from gateway.state import StopReason, Update
 from tests.support.waiting import assert_eventually
 from tests.unit.fakes import FakeTools, Harness, asks, call, kinds, new_run
 
@@ -53,7 +53,7 @@ async def test_approval_gate_pauses_for_undecided_calls_only(new_run: NewRun) ->
     h = await new_run(require_approval=frozenset({"delete"}))
     todo = [call("c1", "delete"), call("c2", "add")]
     paused = approval_gate(h.state, h.ctx, todo)
-    assert paused == Update(awaiting_approval=True, stop_reason=STOP_PAUSED)
+    assert paused == Update(awaiting_approval=True, stop_reason=StopReason.PAUSED)
     interrupt = [e.interrupt for e in h.pending() if e.WhichOneof("event") == "interrupt"]
     assert [c.id for c in interrupt[0].pending] == ["c1"]
     h.state.approvals = {"c1": decided("c1", agent_pb2.ApprovalDecision.VERDICT_APPROVE)}
@@ -117,6 +117,21 @@ async def test_run_batch_persists_and_announces_every_result(new_run: NewRun) ->
     assert await run_batch(h.state, h.ctx, [], rnd) is False
 
 
+async def test_results_streaming_in_apart_are_persisted_in_one_write(new_run: NewRun) -> None:
+    h = await new_run(tools=FakeTools(gap_s=acting.GROUP_LINGER_S / 5))
+    writes: list[list[str]] = []
+    record = h.store.record_tool_results
+
+    async def counted(run_id: str, owner: str, results: list[common_pb2.ToolResult]) -> None:
+        writes.append([r.tool_call_id for r in results])
+        await record(run_id, owner, results)
+
+    h.store.record_tool_results = counted  # type: ignore[method-assign]
+    calls = [call("c1", "add", "1"), call("c2", "add", "2"), call("c3", "add", "3")]
+    assert await run_batch(h.state, h.ctx, calls, _Round(h.state, h.ctx)) is False
+    assert writes == [["c1", "c2", "c3"]]
+
+
 async def test_cancel_stops_the_batch_and_unanswered_calls_get_cancelled_results(new_run: NewRun) -> None:
     h = await new_run(tools=FakeTools(hang=["slow"]))
     rnd = _Round(h.state, h.ctx)
@@ -139,14 +154,16 @@ async def test_conclude_says_why_the_round_ends_the_run(new_run: NewRun) -> None
     rnd.finished["c1"] = result("c1", "4")
     h.state.approvals = {"c1": decided("c1", agent_pb2.ApprovalDecision.VERDICT_APPROVE)}
     ends = {
-        STOP_CANCELLED: conclude(h.state, h.ctx, calls, rnd, cancelled=True, structured_output=None),
-        STOP_COMPLETED: conclude(h.state, h.ctx, calls, rnd, cancelled=False, structured_output='{"n": 4}'),
-        STOP_MAX_STEPS: conclude(h.state, h.ctx, calls, rnd, cancelled=False, structured_output=None),
+        StopReason.CANCELLED: conclude(h.state, h.ctx, calls, rnd, cancelled=True, structured_output=None),
+        StopReason.COMPLETED: conclude(
+            h.state, h.ctx, calls, rnd, cancelled=False, structured_output='{"n": 4}'
+        ),
+        StopReason.MAX_STEPS: conclude(h.state, h.ctx, calls, rnd, cancelled=False, structured_output=None),
     }
     for reason, update in ends.items():
         assert (update.stop, update.stop_reason, update.steps, update.approvals) == (True, reason, 1, {})
         assert [m.tool_call_id for m in update.messages] == ["c1"]
-    assert ends[STOP_COMPLETED].structured_output_json == '{"n": 4}'
+    assert ends[StopReason.COMPLETED].structured_output_json == '{"n": 4}'
 
 
 async def test_a_resumed_round_runs_only_its_unfinished_calls(new_run: NewRun) -> None:

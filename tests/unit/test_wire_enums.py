@@ -34,10 +34,11 @@ def test_every_decision_kind_the_gateway_emits_is_in_the_enum() -> None:
         assert decision_kind_value(kind) != agent_pb2.DECISION_KIND_UNSPECIFIED, kind
 
 
-@pytest.mark.parametrize("name", [n for n in dir(state) if n.startswith("STOP_")])
-def test_every_stop_reason_is_in_the_enum(name: str) -> None:
-    assert stop_reason_value(getattr(state, name)) != agent_pb2.STOP_REASON_UNSPECIFIED
-    assert stop_reason_value("") == agent_pb2.STOP_REASON_UNSPECIFIED
+@pytest.mark.parametrize("reason", list(state.StopReason))
+def test_every_stop_reason_is_in_the_enum(reason: state.StopReason) -> None:
+    assert stop_reason_value(reason) != agent_pb2.STOP_REASON_UNSPECIFIED
+    assert stop_reason_value(reason.value) == stop_reason_value(reason)
+    assert stop_reason_value(None) == stop_reason_value("") == agent_pb2.STOP_REASON_UNSPECIFIED
 
 
 @pytest.mark.parametrize("code", list(grpc.StatusCode))

@@ -1,0 +1,350 @@
+"""What differs between the two databases `SqlStore` runs on, one class per backend.
+
+The store's methods are written once; where Postgres and SQLite must do a
+thing differently they ask their `Dialect`:
+
+- Write transactions. SQLite: every write transaction starts with `BEGIN
+  IMMEDIATE`. A deferred transaction that reads and then writes cannot wait
+  for the write lock in WAL mode (it fails with SQLITE_BUSY at once); taking
+  the lock up front lets `busy_timeout` queue writers instead. Within one
+  process, writers to a SQLite file also queue on an asyncio lock first:
+  SQLite admits one writer at a time anyway, and its busy handler polls with
+  growing sleeps, so fifty concurrent runs polling the file lock would starve
+  some past the timeout. Postgres writers never share a lock.
+- The write hot path (`gateway.store.hotpath`): one statement through asyncpg,
+  or one function on aiosqlite's thread, and what a cancellation leaves of it.
+- Statements only one backend has: `FOR UPDATE SKIP LOCKED` to claim orphans
+  without queueing, each dialect's own `INSERT … ON CONFLICT DO NOTHING`.
+- LISTEN/NOTIFY, which only Postgres offers to gateways sharing a database.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+import asyncpg
+from sqlalchemy import ColumnElement, Select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.schema import Table
+from sqlalchemy.util import greenlet_spawn
+
+from gateway.store import tables as t
+from gateway.store.base import RunRow
+from gateway.store.engine import BEGIN_OPTION
+from gateway.store.hotpath import (
+    PG_RECORD_TOOL_RESULTS,
+    PG_WRITE_CHECKPOINT,
+    StepWrite,
+    run_to_completion,
+    sqlite_in_transaction,
+    sqlite_record_tool_results,
+    sqlite_write_checkpoint,
+)
+from gateway.store.notify import asyncpg_dsn
+from gateway.store.rows import run_row, sqlite_run_row, sqlite_text
+
+_T = TypeVar("_T")
+
+
+class Dialect(abc.ABC):
+    """One backend's way of doing what the store's methods need done differently."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._writer = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+
+    @abc.abstractmethod
+    def write(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A transaction that will write: commits on success, rolls back on any exception."""
+
+    def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for reads: a plain (deferred) transaction, rolled back on exit."""
+        return self.engine.connect()
+
+    @asynccontextmanager
+    async def driver(self) -> AsyncIterator[Any]:
+        """The driver's own connection (asyncpg / aiosqlite) of a pooled connection, for the hot path.
+
+        Checked out of the engine's pool like any other (pinged first when it sat idle, on
+        Postgres) and returned to it afterwards, but nothing is begun through
+        SQLAlchemy: the caller runs a self-contained transaction. After a
+        failure that may have left the driver mid-protocol (a lost connection,
+        a cancelled asyncpg query) the connection is invalidated rather than
+        pooled again, as SQLAlchemy does for its own statements.
+        """
+        fairy = await self.engine.raw_connection()
+        try:
+            yield fairy.driver_connection
+        except BaseException as exc:
+            if not isinstance(exc, asyncpg.PostgresError | sqlite3.Error) and not self._survives(exc):
+                fairy.invalidate()
+            raise
+        finally:
+            await self._check_in(fairy)
+
+    def _survives(self, exc: BaseException) -> bool:
+        """Whether a hot-path connection is fit for the pool after `exc`, which the database did not raise.
+
+        (After an error the database raised, its statement or transaction was
+        rolled back, so the connection always is.)
+        """
+        return False
+
+    @abc.abstractmethod
+    async def _check_in(self, fairy: Any) -> None:
+        """Give a `driver` connection back to the pool."""
+
+    @abc.abstractmethod
+    def insert_ignoring(self, table: Table, *keys: str) -> Insert:
+        """INSERT … ON CONFLICT (keys) DO NOTHING: the first write of a key wins."""
+
+    @abc.abstractmethod
+    async def claim_orphans(
+        self,
+        conn: AsyncConnection,
+        candidates: Select[str],
+        orphan: ColumnElement[bool],
+        owner: str,
+        expires: datetime,
+    ) -> list[str]:
+        """Give `owner` those of the `candidates` that are still `orphan`s, each to exactly one claimer."""
+
+    @abc.abstractmethod
+    async def write_step(self, step: StepWrite) -> RunRow | None:
+        """write_checkpoint's one transaction; the updated run, or None (nothing written) if not owned."""
+
+    @abc.abstractmethod
+    async def record_tool_results(
+        self,
+        run_id: str,
+        owner: str,
+        lease_expires_at: datetime,
+        now: datetime,
+        results: list[tuple[str, bytes]],
+    ) -> bool:
+        """Renew the lease and insert (tool call id, result) pairs in one transaction; False if not owned."""
+
+    @property
+    @abc.abstractmethod
+    def live_dsn(self) -> str | None:
+        """See `Store.live_dsn`."""
+
+
+class PostgresDialect(Dialect):
+    """Postgres through asyncpg: writers run in parallel, row locks decide between them."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        super().__init__(engine)
+        self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """Reads outside any transaction: no BEGIN and ROLLBACK around them (two round trips each).
+
+        Nothing is lost: at Postgres's READ COMMITTED every statement takes
+        its own snapshot even inside a transaction, so a read transaction
+        never made several statements see one state.
+        """
+        return self._reader.connect()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        async with self._writer.begin() as conn:
+            yield conn
+
+    async def _check_in(self, fairy: Any) -> None:
+        # Never suspends: asyncpg has no transaction to roll back on checkin.
+        await greenlet_spawn(fairy.close)
+
+    def insert_ignoring(self, table: Table, *keys: str) -> Insert:
+        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+
+    async def claim_orphans(
+        self,
+        conn: AsyncConnection,
+        candidates: Select[str],
+        orphan: ColumnElement[bool],
+        owner: str,
+        expires: datetime,
+    ) -> list[str]:
+        # SKIP LOCKED: concurrent claimers take disjoint rows instead of
+        # queueing behind each other; the outer WHERE re-checks each row. A
+        # MATERIALIZED CTE runs once, where an IN (subquery) may be rescanned
+        # per row and go past the LIMIT.
+        locked = (
+            candidates.with_for_update(skip_locked=True)
+            .cte("candidates")
+            .prefix_with("MATERIALIZED", dialect="postgresql")
+        )
+        runs = t.runs.c
+        result = await conn.execute(
+            update(t.runs)
+            .where(runs.run_id == locked.c.run_id, orphan)
+            .values(owner=owner, lease_expires_at=expires)
+            .returning(runs.run_id)
+        )
+        return list(result.scalars().all())
+
+    async def write_step(self, step: StepWrite) -> RunRow | None:
+        async with self.driver() as pg:
+            row = await pg.fetchrow(
+                PG_WRITE_CHECKPOINT,
+                step.run_id,
+                step.owner,
+                step.last_sequence,
+                step.status,
+                step.new_owner,
+                step.lease_expires_at,
+                step.now,
+                step.messages,
+                step.record,
+                step.delta_bytes,
+                [sequence for sequence, _ in step.events],
+                [data for _, data in step.events],
+                step.sequence_reserved,
+            )
+        return None if row is None else run_row(row)
+
+    async def record_tool_results(
+        self,
+        run_id: str,
+        owner: str,
+        lease_expires_at: datetime,
+        now: datetime,
+        results: list[tuple[str, bytes]],
+    ) -> bool:
+        async with self.driver() as pg:
+            owned = await pg.fetchval(
+                PG_RECORD_TOOL_RESULTS,
+                run_id,
+                owner,
+                lease_expires_at,
+                now,
+                [call_id for call_id, _ in results],
+                [data for _, data in results],
+            )
+        return bool(owned)
+
+    @property
+    def live_dsn(self) -> str | None:
+        return asyncpg_dsn(self.engine.url.render_as_string(hide_password=False))
+
+
+class SqliteDialect(Dialect):
+    """An SQLite file through aiosqlite: one writer at a time, queued in this process first."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        super().__init__(engine)
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        async with self._lock, self._writer.begin() as conn:
+            yield conn
+
+    def _survives(self, exc: BaseException) -> bool:
+        # aiosqlite runs a queued function to its end whatever its caller does,
+        # and the transaction function always commits or rolls back.
+        return isinstance(exc, asyncio.CancelledError)
+
+    async def _check_in(self, fairy: Any) -> None:
+        # The checkin's rollback is a call into aiosqlite's thread; a
+        # cancellation must not abandon it halfway.
+        await run_to_completion(greenlet_spawn(fairy.close))
+
+    async def _transaction(self, body: Callable[..., _T], *args: Any) -> _T:
+        """`body(sqlite3_connection, *args)` in one BEGIN IMMEDIATE transaction on the writer's thread.
+
+        aiosqlite runs every call on its connection's thread and wakes the
+        event loop once per call; handing it the whole transaction as one
+        function pays that (and the pool checkout) once instead of once per
+        statement. `_execute` and `_conn` are aiosqlite's own hooks for this
+        (stable since 0.17, private by name); the conformance suite exercises
+        them on every SQLite write.
+        """
+        async with self._lock, self.driver() as aio:
+            # The function runs to its end on aiosqlite's thread whatever its
+            # caller does, so the lock is held until it has: a cancelled writer
+            # that let go at once would leave its transaction running beside
+            # the next writer's, and a burst of cancellations (clients' short
+            # deadlines) would again have writers polling the file lock until
+            # some starve past busy_timeout.
+            result: _T = await run_to_completion(aio._execute(sqlite_in_transaction, aio._conn, body, *args))
+        return result
+
+    def insert_ignoring(self, table: Table, *keys: str) -> Insert:
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+
+    async def claim_orphans(
+        self,
+        conn: AsyncConnection,
+        candidates: Select[str],
+        orphan: ColumnElement[bool],
+        owner: str,
+        expires: datetime,
+    ) -> list[str]:
+        # The write transaction holds the file's only write lock: a
+        # compare-and-set per candidate cannot race another claimer.
+        claimed: list[str] = []
+        for run_id in (await conn.execute(candidates)).scalars().all():
+            taken = await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.run_id == run_id, orphan)
+                .values(owner=owner, lease_expires_at=expires)
+            )
+            if taken.rowcount == 1:
+                claimed.append(run_id)
+        return claimed
+
+    async def write_step(self, step: StepWrite) -> RunRow | None:
+        stamp = sqlite_text(step.now)
+        values = await self._transaction(
+            sqlite_write_checkpoint,
+            (
+                step.last_sequence,
+                step.status,
+                step.new_owner,
+                None if step.lease_expires_at is None else sqlite_text(step.lease_expires_at),
+                stamp,
+                step.run_id,
+                step.owner,
+                step.sequence_reserved,
+            ),
+            stamp,
+            step.run_id,
+            step.messages,
+            (step.record, step.delta_bytes, stamp),
+            [(step.run_id, sequence, data) for sequence, data in step.events],
+        )
+        return None if values is None else sqlite_run_row(values)
+
+    async def record_tool_results(
+        self,
+        run_id: str,
+        owner: str,
+        lease_expires_at: datetime,
+        now: datetime,
+        results: list[tuple[str, bytes]],
+    ) -> bool:
+        return await self._transaction(
+            sqlite_record_tool_results,
+            (sqlite_text(lease_expires_at), sqlite_text(now), run_id, owner),
+            [(run_id, call_id, data) for call_id, data in results],
+        )
+
+    @property
+    def live_dsn(self) -> str | None:
+        # One process serves an SQLite file: its runs are followed in memory.
+        return None
+
+
+def dialect_for(engine: AsyncEngine) -> Dialect:
+    """The dialect of `engine`'s database (an engine from `gateway.store.engine.make_engine`)."""
+    return SqliteDialect(engine) if engine.dialect.name == "sqlite" else PostgresDialect(engine)
