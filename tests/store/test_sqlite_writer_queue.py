@@ -1,0 +1,96 @@
+"""SQLite writers in one process wait for each other, even when their callers give up.
+
+A write handed to aiosqlite's thread runs to its end whatever the awaiting
+task does. If a cancelled writer let go of the writer queue at once, its
+transaction would still hold the file's lock while the next writer polled it:
+a burst of short client deadlines would bring back the lock polling that the
+queue exists to avoid (writers starving past busy_timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway.store.dialects import SqliteDialect
+from gateway.store.engine import make_engine
+
+
+@pytest.fixture
+async def dialect(sqlite_template: Path, tmp_path: Path) -> SqliteDialect:
+    path = tmp_path / "store.db"
+    shutil.copyfile(sqlite_template, path)
+    return SqliteDialect(make_engine(f"sqlite:///{path}"))
+
+
+async def test_a_cancelled_writer_holds_the_queue_until_its_transaction_ends(dialect: SqliteDialect) -> None:
+    finished = threading.Event()
+    order: list[str] = []
+
+    def slow(db: sqlite3.Connection) -> None:
+        time.sleep(0.1)
+        order.append("slow")
+        finished.set()
+
+    def quick(db: sqlite3.Connection) -> None:
+        order.append("quick")
+
+    try:
+        writer = asyncio.create_task(dialect._transaction(slow))
+        await asyncio.sleep(0.02)  # its transaction is under way on the thread
+        writer.cancel()
+        follower = asyncio.create_task(dialect._transaction(quick))
+        with pytest.raises(asyncio.CancelledError):
+            await writer
+        assert finished.is_set(), "the cancelled caller returned before its transaction ended"
+        await follower
+        assert order == ["slow", "quick"]
+        assert not dialect._lock.locked()
+    finally:
+        await dialect.engine.dispose()
+
+
+async def test_a_burst_of_cancelled_writers_leaves_no_writer_waiting_on_the_file_lock(
+    dialect: SqliteDialect,
+) -> None:
+    """Fifty writers cancelled mid-transaction, then one more: its BEGIN IMMEDIATE finds the lock free."""
+    inside = 0
+    most_inside = 0
+    ran = 0
+    counter = threading.Lock()
+
+    def body(db: sqlite3.Connection) -> None:
+        nonlocal inside, most_inside, ran
+        with counter:
+            inside += 1
+            ran += 1
+            most_inside = max(most_inside, inside)
+        time.sleep(0.003)
+        with counter:
+            inside -= 1
+
+    async def hurried() -> None:
+        task = asyncio.create_task(dialect._transaction(body))
+        await asyncio.sleep(0.001)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    try:
+        await dialect._transaction(body)  # the pool's first connection is open
+        await asyncio.gather(*(hurried() for _ in range(50)))
+        assert inside == 0, "a cancelled writer's transaction outlived its caller"
+        assert ran > 1
+        assert most_inside == 1
+        waited = time.monotonic()
+        await dialect._transaction(body)
+        assert time.monotonic() - waited < 1.0
+    finally:
+        await dialect.engine.dispose()
