@@ -267,14 +267,20 @@ class ScriptedModelServer:
             await response.prepare(request)
             if latency.first_token_ms or latency.per_token_ms:
                 await response.write(events.head)
-                delay = latency.first_token_ms / 1000
+                # Each piece is due at a fixed time from the start, as a model's
+                # generation does not wait for its client: sleeping a fixed delay
+                # after each write would add every wake-up's lateness (a busy
+                # machine, the loop's millisecond timers) to the model's time,
+                # and benchmarks would count it as the runtime's.
+                loop = asyncio.get_running_loop()
+                due = loop.time() + latency.first_token_ms / 1000
                 for i, token in enumerate(events.tokens):
-                    if delay:
-                        await asyncio.sleep(delay)
+                    if (wait := due - loop.time()) > 0:
+                        await asyncio.sleep(wait)
                     if i == 0:
                         self.first_token_at.append(time.perf_counter())
                     await response.write(token)
-                    delay = latency.per_token_ms / 1000
+                    due += latency.per_token_ms / 1000
                 await response.write(events.tail)
             else:
                 self.first_token_at.append(time.perf_counter())

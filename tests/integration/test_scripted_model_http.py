@@ -378,6 +378,28 @@ async def test_latency_is_simulated(client: AsyncOpenAI, server: ScriptedModelSe
     assert time.perf_counter() - started >= (0.050 + 4 * 0.025) * 0.9
 
 
+async def test_streamed_pieces_keep_their_schedule_when_the_loop_is_late(
+    client: AsyncOpenAI, server: ScriptedModelServer
+) -> None:
+    """Pieces are due at fixed times from the start: a late wake-up delays one piece, not all after it."""
+    answer = Scenario(match="", turns=(Turn(content=" ".join(["word"] * 30)),))
+    server.set_script(Script(scenarios=(answer,), latency=Latency(first_token_ms=20, per_token_ms=20)))
+    started = time.perf_counter()
+    stream = await client.chat.completions.create(model="m", messages=ask("x"), stream=True)
+    pieces = 0
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces += 1
+            if pieces in (5, 10, 15):
+                time.sleep(0.1)  # the whole loop (the server's too) stalls, as on a saturated machine
+    elapsed = time.perf_counter() - started
+    scheduled = 0.020 + 29 * 0.020
+    assert pieces == 30
+    # The stalls fall inside the schedule and are caught up; had each pushed every later
+    # piece back, the stream would take at least scheduled + 0.3 s.
+    assert elapsed < scheduled + 0.15, elapsed
+
+
 async def test_client_disconnect_mid_stream_is_quiet(
     client: AsyncOpenAI, server: ScriptedModelServer, caplog: pytest.LogCaptureFixture
 ) -> None:
