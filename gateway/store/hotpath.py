@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -230,6 +230,41 @@ def sqlite_in_transaction(db: sqlite3.Connection, body: Callable[..., _T], *args
             db.execute("ROLLBACK")
         raise
     return result
+
+
+def sqlite_in_one_transaction(
+    db: sqlite3.Connection, writes: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]
+) -> list[tuple[bool, Any]]:
+    """Several writes' bodies in one BEGIN IMMEDIATE … COMMIT, each in its own savepoint.
+
+    Per write `(True, result)`, or `(False, exception)` for a body that raised:
+    its savepoint is rolled back and the others still commit, so each caller
+    sees what a transaction of its own would have given it. An error after
+    which SQLite rolled the whole transaction back (a full disk, an I/O error)
+    fails them all: it is raised.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    outcomes: list[tuple[bool, Any]] = []
+    try:
+        for body, args in writes:
+            db.execute("SAVEPOINT one_write")
+            try:
+                result = body(db, *args)
+            except Exception as exc:
+                if not db.in_transaction:
+                    raise
+                db.execute("ROLLBACK TO one_write")
+                db.execute("RELEASE one_write")
+                outcomes.append((False, exc))
+            else:
+                db.execute("RELEASE one_write")
+                outcomes.append((True, result))
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return outcomes
 
 
 async def run_to_completion(cleanup: Awaitable[_T]) -> _T:

@@ -94,3 +94,78 @@ async def test_a_burst_of_cancelled_writers_leaves_no_writer_waiting_on_the_file
         assert time.monotonic() - waited < 1.0
     finally:
         await dialect.engine.dispose()
+
+
+async def test_writes_queued_behind_one_commit_together_each_with_its_own_outcome(
+    dialect: SqliteDialect, tmp_path: Path
+) -> None:
+    """Group commit: three writes queued behind a slow one go to the thread as one transaction.
+
+    Each body looks at the file through a connection of its own: a write made
+    by an earlier body of the same transaction is not visible there until the
+    batch commits. The middle body fails: its own change is undone, the
+    others still commit, and only its caller sees the error.
+    """
+    path = tmp_path / "store.db"
+    seen_by_others: list[int] = []
+
+    def setup(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE IF NOT EXISTS scratch (label TEXT NOT NULL)")
+
+    def slow(db: sqlite3.Connection) -> str:
+        time.sleep(0.1)
+        return "slow"
+
+    def insert(db: sqlite3.Connection, label: str) -> str:
+        with sqlite3.connect(path) as outside:
+            seen_by_others.append(outside.execute("SELECT count(*) FROM scratch").fetchone()[0])
+        db.execute("INSERT INTO scratch (label) VALUES (?)", (label,))
+        if label == "bad":
+            raise ValueError("this write is refused")
+        return label
+
+    try:
+        await dialect._transaction(setup)
+        leader = asyncio.create_task(dialect._transaction(slow))
+        await asyncio.sleep(0.02)  # the slow write holds the writer
+        queued = [asyncio.create_task(dialect._transaction(insert, label)) for label in ("a", "bad", "c")]
+        outcomes = await asyncio.gather(leader, *queued, return_exceptions=True)
+        assert outcomes[:2] == ["slow", "a"]
+        assert isinstance(outcomes[2], ValueError)
+        assert outcomes[3] == "c"
+        assert seen_by_others == [0, 0, 0], "the queued writes were committed one by one"
+        with sqlite3.connect(path) as outside:
+            labels = [row[0] for row in outside.execute("SELECT label FROM scratch ORDER BY rowid")]
+        assert labels == ["a", "c"]
+    finally:
+        await dialect.engine.dispose()
+
+
+async def test_a_writer_cancelled_while_queued_is_not_written(dialect: SqliteDialect, tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+
+    def setup(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE IF NOT EXISTS scratch (label TEXT NOT NULL)")
+
+    def slow(db: sqlite3.Connection) -> None:
+        time.sleep(0.1)
+
+    def insert(db: sqlite3.Connection, label: str) -> None:
+        db.execute("INSERT INTO scratch (label) VALUES (?)", (label,))
+
+    try:
+        await dialect._transaction(setup)
+        leader = asyncio.create_task(dialect._transaction(slow))
+        await asyncio.sleep(0.02)
+        kept = asyncio.create_task(dialect._transaction(insert, "kept"))
+        dropped = asyncio.create_task(dialect._transaction(insert, "dropped"))
+        await asyncio.sleep(0.01)
+        dropped.cancel()
+        await asyncio.gather(leader, kept)
+        with pytest.raises(asyncio.CancelledError):
+            await dropped
+        with sqlite3.connect(path) as outside:
+            labels = [row[0] for row in outside.execute("SELECT label FROM scratch")]
+        assert labels == ["kept"]
+    finally:
+        await dialect.engine.dispose()
