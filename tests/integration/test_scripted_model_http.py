@@ -391,7 +391,7 @@ async def test_streamed_pieces_keep_their_schedule_when_the_loop_is_late(
         if chunk.choices and chunk.choices[0].delta.content:
             pieces += 1
             if pieces in (5, 10, 15):
-                time.sleep(0.1)  # the whole loop (the server's too) stalls, as on a saturated machine
+                time.sleep(0.1)  # noqa: ASYNC251 - the whole loop (the server's too) stalls, as on a busy machine
     elapsed = time.perf_counter() - started
     scheduled = 0.020 + 29 * 0.020
     assert pieces == 30
