@@ -16,8 +16,9 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentloop.errors import FailedPrecondition, InvalidArgument, NotFound
 from agentloop.settings import GatewaySettings
@@ -121,9 +122,13 @@ class RunManager(RunStarts):
         if self._live is not None:
             loops.append(self._live.start())
         for loop in loops:
-            task = asyncio.create_task(loop)
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._in_background(loop)
+
+    def _in_background(self, work: Coroutine[Any, Any, None], name: str | None = None) -> None:
+        """Run `work` as a task of this gateway's own: kept until done, cancelled by `shutdown`."""
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def shutdown(self) -> None:
         """Stop local runs (each is checkpointed at its last transition) and hand their leases over."""

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentloop.errors import Aborted, ResourceExhausted
+from agentloop.retry import Backoff
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2
 from gateway.admission import open_thread
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 QUEUE_POLL_S = 0.05
+ABANDON_BACKOFF = Backoff(base_s=0.2, max_s=5.0, jitter=0.5)
+"""Between attempts to end a run whose setup failed, once the store's retry budget is spent."""
 REQUEST_THREADS = uuid.UUID("5d1b6f0e-3c1a-4f0e-9a57-6e2f1c7d8b40")
 """Namespace of the thread ids derived from request ids (uuid5)."""
 
@@ -66,7 +69,8 @@ class RunStarts:
     _admitting: int
     _setting_up: set[str]
     _thread_freed: dict[str, asyncio.Event]
-    _background: set[asyncio.Task[None]]
+    _in_background: Callable[..., None]
+    """The manager's: runs a task of its own until done or shutdown (`RunManager._in_background`)."""
 
     _launch: Callable[..., ActiveRun]
     """The manager's: hands a prepared run to its task (`RunManager._launch`)."""
@@ -191,9 +195,7 @@ class RunStarts:
             log.warning(
                 "run %s: could not end it after a failed setup (%s); retrying in the background", run_id, exc
             )
-            task = asyncio.create_task(self._abandon_later(run_id), name=f"abandon-{run_id}")
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._in_background(self._abandon_later(run_id), name=f"abandon-{run_id}")
 
     async def _cancel_unstarted(self, run_id: str) -> None:
         if run_id in self._active:
@@ -204,9 +206,9 @@ class RunStarts:
             log.info("run %s: setup did not finish; cancelled", run_id)
 
     async def _abandon_later(self, run_id: str) -> None:
-        """`_cancel_unstarted` until it succeeds, whatever it fails with, at growing intervals up to 5 s."""
+        """`_cancel_unstarted` until it succeeds, whatever it fails with, at ABANDON_BACKOFF's intervals."""
         for attempt in itertools.count():
-            await asyncio.sleep(min(5.0, 0.2 * 2 ** min(attempt, 5)))
+            await asyncio.sleep(ABANDON_BACKOFF.delay_s(min(attempt, 8)))
             try:
                 await self._cancel_unstarted(run_id)
             except Exception as exc:
