@@ -11,6 +11,11 @@ thing differently they ask their `Dialect`:
   SQLite admits one writer at a time anyway, and its busy handler polls with
   growing sleeps, so fifty concurrent runs polling the file lock would starve
   some past the timeout. Postgres writers never share a lock.
+- Cancellation. On SQLite a cancelled caller never cuts a statement short
+  inside SQLAlchemy: each step of a read or write runs to its end and the
+  caller is cancelled between steps (`_connection_run_to_completion`). On
+  Postgres SQLAlchemy's own handling stands: a cancelled statement
+  invalidates its connection, and closing it ends the transaction server-side.
 - The write hot path (`gateway.store.hotpath`): one statement through asyncpg,
   or one function on aiosqlite's thread, and what a cancellation leaves of it.
 - Statements only one backend has: `FOR UPDATE SKIP LOCKED` to claim orphans
@@ -26,12 +31,14 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import asyncpg
 from sqlalchemy import ColumnElement, Select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.schema import Table
 from sqlalchemy.util import greenlet_spawn
@@ -61,6 +68,61 @@ def _retrieve(outcome: asyncio.Future[Any]) -> None:
     """Mark a write's outcome as seen when its caller is gone (no "never retrieved" warning)."""
     if not outcome.cancelled():
         outcome.exception()
+
+
+class _StatementsRunToCompletion:
+    """An SQLite connection whose statements finish even if their caller is cancelled.
+
+    What `SqliteDialect.read` and `write` hand to the store's bodies in place
+    of the AsyncConnection itself; those bodies only `execute`.
+    """
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+
+    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
+        return await run_to_completion(self._conn.execute(statement, parameters))
+
+
+@asynccontextmanager
+async def _connection_run_to_completion(
+    connectable: AsyncEngine, *, begin: bool
+) -> AsyncIterator[AsyncConnection]:
+    """An SQLite connection that a cancellation never cuts short inside SQLAlchemy.
+
+    Each step (checkout, BEGIN, every statement, COMMIT or ROLLBACK, checkin)
+    runs to its end in a task of its own; a caller cancelled meanwhile gets
+    its CancelledError between two steps, and what it began is then rolled
+    back, again to its end, before the connection goes back to the pool.
+
+    Left to itself, SQLAlchemy takes a cancelled statement for a lost
+    connection: it invalidates the connection and closes it from the event
+    loop while aiosqlite's thread is still running the statement, and a
+    second cancellation during that close makes it stop the thread outright
+    (`AsyncAdapt_terminate`). Clients leaving by the hundred during setup
+    (each a cancelled `create_run`) drove writes into that path; afterwards
+    every writer failed with "database is locked" for as long as the file's
+    write lock stayed with a connection nobody owned any more, and the
+    engine's `dispose()` could hang for ever on the stopped thread.
+    """
+    conn = connectable.connect()
+    try:
+        await run_to_completion(conn.start())
+    except BaseException:
+        if conn.sync_connection is not None:  # checked out, then its caller was cancelled
+            await run_to_completion(conn.close())
+        raise
+    try:
+        if begin:
+            await run_to_completion(conn.begin().start())
+        yield cast(AsyncConnection, _StatementsRunToCompletion(conn))
+        if begin:
+            await run_to_completion(conn.commit())
+    except BaseException:
+        await run_to_completion(conn.rollback())
+        raise
+    finally:
+        await run_to_completion(conn.close())  # a read's transaction is rolled back here
 
 
 class Dialect(abc.ABC):
@@ -254,9 +316,12 @@ class SqliteDialect(Dialect):
         self._lock = asyncio.Lock()
         self._queued: list[_QueuedWrite] = []
 
+    def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        return _connection_run_to_completion(self.engine, begin=False)
+
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
-        async with self._lock, self._writer.begin() as conn:
+        async with self._lock, _connection_run_to_completion(self._writer, begin=True) as conn:
             yield conn
 
     def _survives(self, exc: BaseException) -> bool:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event, text
 
 from gateway.store.dialects import SqliteDialect
 from gateway.store.engine import make_engine
@@ -167,5 +168,60 @@ async def test_a_writer_cancelled_while_queued_is_not_written(dialect: SqliteDia
         with sqlite3.connect(path) as outside:
             labels = [row[0] for row in outside.execute("SELECT label FROM scratch")]
         assert labels == ["kept"]
+    finally:
+        await dialect.engine.dispose()
+
+
+async def test_a_write_transaction_cancelled_twice_gives_its_connection_back_with_the_lock_free(
+    dialect: SqliteDialect, tmp_path: Path
+) -> None:
+    """The SQLAlchemy write path (create_run, the heartbeat, cancels) under a client that leaves twice over.
+
+    The writer's BEGIN IMMEDIATE waits for a lock held outside the process;
+    its caller is cancelled there, and again while it unwinds. SQLAlchemy
+    would treat the first cancellation as a lost connection and close it from
+    the event loop, and the second as a reason to stop aiosqlite's thread
+    outright; a connection so closed could keep a write transaction, and the
+    file's lock, until the garbage collector found it. Instead the statement
+    finishes, the transaction is rolled back, the connection goes back to the
+    pool, and the next writer starts at once.
+    """
+    path = tmp_path / "store.db"
+    invalidated: list[BaseException | None] = []
+    event.listen(dialect.engine.sync_engine, "invalidate", lambda _c, _r, exc: invalidated.append(exc))
+
+    async def write(label: str) -> None:
+        async with dialect.write() as conn:
+            await conn.execute(text("CREATE TABLE IF NOT EXISTS scratch (label TEXT NOT NULL)"))
+            await conn.execute(text("INSERT INTO scratch (label) VALUES (:label)"), {"label": label})
+
+    try:
+        await write("first")
+        outside = sqlite3.connect(path, isolation_level=None)
+        outside.execute("BEGIN IMMEDIATE")
+        try:
+            writer = asyncio.create_task(write("cut short"))
+            await asyncio.sleep(0.2)  # its BEGIN IMMEDIATE waits on the thread
+            writer.cancel()
+            await asyncio.sleep(0.05)
+            writer.cancel()
+            await asyncio.sleep(0.05)
+        finally:
+            outside.execute("ROLLBACK")
+            outside.close()
+        with pytest.raises(asyncio.CancelledError):
+            await writer
+        assert invalidated == []
+        assert not dialect._lock.locked()
+        free = sqlite3.connect(path, isolation_level=None, timeout=0)
+        try:
+            free.execute("BEGIN IMMEDIATE")  # fails at once if any connection kept the lock
+            free.execute("ROLLBACK")
+        finally:
+            free.close()
+        await asyncio.wait_for(write("after"), timeout=2)
+        with sqlite3.connect(path) as reader:
+            labels = [row[0] for row in reader.execute("SELECT label FROM scratch ORDER BY rowid")]
+        assert labels == ["first", "after"]
     finally:
         await dialect.engine.dispose()
