@@ -239,6 +239,23 @@ def tokens_joined(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
     return out
 
 
+def assert_numbered(events: Sequence[agent_pb2.RunEvent], after: int = 0) -> None:
+    """Fail unless a stream's numbers follow `after` one by one, but where tokens were joined.
+
+    An llm_token event may stand for several consecutive tokens of its step
+    (delivered together to a client that fell behind, or replayed from the
+    store) and carries the last one's number, so a number may be skipped
+    just before such an event, and nowhere else.
+    """
+    last = after
+    for event in events:
+        kind = event.WhichOneof("event")
+        assert event.sequence == last + 1 or (event.sequence > last and kind == "llm_token"), (
+            f"event {kind} numbered {event.sequence} after {last}"
+        )
+        last = event.sequence
+
+
 def final_of(events: Sequence[agent_pb2.RunEvent]) -> agent_pb2.RunFinal:
     """The final wire event's payload; fails if the run did not end with one."""
     last = events[-1]

@@ -941,7 +941,13 @@ class RunEvent(_message.Message):
     run_id: _builtins.str
     """The run this event belongs to."""
     sequence: _builtins.int
-    """Position of the event in the run, from 1, without gaps."""
+    """Position of the event in the run, from 1, increasing. Consecutive
+    llm_token events of one step may arrive joined into one, numbered like
+    the last of them: on a stream whose client (or gateway) fell behind, and
+    in a replay from the store. A number is skipped only just before such an
+    event, or where a gateway that stopped lost events it had not stored (the
+    Decision of kind "resumed" names that range).
+    """
     thread_id: _builtins.str
     """The conversation the run belongs to."""
     @_builtins.property

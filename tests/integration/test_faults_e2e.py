@@ -32,7 +32,7 @@ from tests.fixtures.slow_tools import LOG_ENV
 from tests.support.postgres import fresh_postgres_database
 from tests.support.processes import ServiceProcess
 from tests.support.scripts import ADD_SCENARIO
-from tests.support.stack import Stack, final_of, kinds, start_stack, tokens_joined
+from tests.support.stack import Stack, assert_numbered, final_of, kinds, start_stack, tokens_joined
 from tests.support.tools import make_registry
 from tests.support.waiting import assert_eventually
 
@@ -40,8 +40,8 @@ pytestmark = pytest.mark.integration
 
 
 def assert_whole(events: Sequence[agent_pb2.RunEvent]) -> None:
-    """Gap-free sequence from 1, exactly one terminal event (last), one start and one end per tool call."""
-    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    """Numbered from 1 (skips only before joined tokens), one terminal event (last), tools start and end."""
+    assert_numbered(events)
     terminal = [k for k in kinds(events) if k in ("final", "error")]
     assert len(terminal) == 1, kinds(events)
     assert kinds(events)[-1] == terminal[0]

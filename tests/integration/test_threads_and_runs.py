@@ -10,7 +10,7 @@ import pytest
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
-from tests.support.stack import Stack, final_of, start_stack, tokens_joined
+from tests.support.stack import Stack, assert_numbered, final_of, start_stack, tokens_joined
 from tests.support.tools import Probe, make_registry, probed_stack
 from tests.support.waiting import assert_eventually
 
@@ -307,7 +307,7 @@ async def test_watch_follows_a_live_run_from_another_stream(stack: Stack) -> Non
     await stack.agent.Cancel(agent_pb2.CancelRequest(run_id=first.run_id, user_id="ana"), timeout=15)
     events = await asyncio.wait_for(watcher, 15)
     assert events[0].sequence == 1
-    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    assert_numbered(events)
     assert final_of(events).metadata.stop_reason == agent_pb2.STOP_REASON_CANCELLED
 
 
