@@ -20,9 +20,7 @@ Two rules keep a number from ever meaning two events:
 Streamed tokens are delivered live one by one, but history and the persist
 buffer keep them coalesced (consecutive tokens of a step joined into one
 event numbered like the last of them, up to `TOKEN_COALESCE_BYTES`), so a
-long answer costs its text, not an event per token. A subscriber that fell
-behind gets the tokens waiting in its queue joined the same way
-(`next_live`).
+long answer costs its text, not an event per token.
 """
 
 from __future__ import annotations
@@ -293,15 +291,6 @@ class _TokenRun:
     reasoning: list[str] = field(default_factory=list)
     size: int = 0
 
-    def takes(self, event: agent_pb2.RunEvent) -> bool:
-        """Whether `event` continues this run of tokens: same step, same kind of text, room left."""
-        return (
-            event.WhichOneof("event") == "llm_token"
-            and event.llm_token.step == self.first.llm_token.step
-            and event.llm_token.WhichOneof("content") == self.first.llm_token.WhichOneof("content")
-            and self.size < TOKEN_COALESCE_BYTES
-        )
-
     def add(self, event: agent_pb2.RunEvent) -> None:
         self.sequence = event.sequence
         token = event.llm_token
@@ -348,7 +337,12 @@ class EventLog:
             self._entries.append(event)
             return
         last = self._entries[-1] if self._entries else None
-        if isinstance(last, _TokenRun) and last.takes(event):
+        if (
+            isinstance(last, _TokenRun)
+            and last.first.llm_token.step == event.llm_token.step
+            and last.first.llm_token.WhichOneof("content") == event.llm_token.WhichOneof("content")
+            and last.size < TOKEN_COALESCE_BYTES
+        ):
             last.add(event)
             return
         if isinstance(last, _TokenRun):
@@ -362,28 +356,3 @@ class EventLog:
         events = self.events
         self._entries = []
         return events
-
-
-def next_live(
-    queue: asyncio.Queue[agent_pb2.RunEvent], event: agent_pb2.RunEvent
-) -> tuple[agent_pb2.RunEvent, agent_pb2.RunEvent | None]:
-    """`event`, joined with the tokens of its step already waiting behind it in a subscriber's queue.
-
-    Returns what to send and the event taken from the queue that did not
-    join (None if none). A stream whose client keeps up sends every token as
-    it comes; one that falls behind (a slow client, or a gateway short of
-    CPU) sends what piled up as one event, numbered like the last token it
-    holds, as history does. With many runs in flight this is what keeps
-    token delivery from costing a gRPC message per token once the gateway
-    is busy, without delaying any token while it is not.
-    """
-    if event.WhichOneof("event") != "llm_token" or queue.empty():
-        return event, None
-    run = _TokenRun(first=event, sequence=event.sequence)
-    run.add(event)
-    while not queue.empty():
-        following = queue.get_nowait()
-        if not run.takes(following):
-            return run.event(), following
-        run.add(following)
-    return run.event(), None

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from agentloop.v1 import agent_pb2
-from gateway.events import END_OF_RUN, TOKEN_COALESCE_BYTES, is_terminal, next_live
+from gateway.events import END_OF_RUN, TOKEN_COALESCE_BYTES, is_terminal
 from gateway.journal import TRANSIENT
 from gateway.live import Feed, LiveEvents, Lost
 from gateway.store.base import RunStatus, Store
@@ -63,11 +63,8 @@ class Followers:
                 if event.sequence > last:
                     last, ended = event.sequence, is_terminal(event)
                     yield event
-            waiting: agent_pb2.RunEvent | None = None
-            while (event := await queue.get() if waiting is None else waiting) is not END_OF_RUN:
-                waiting = None
-                if event.sequence > last:  # (the queue may start with events history just replayed)
-                    event, waiting = next_live(queue, event)
+            while (event := await queue.get()) is not END_OF_RUN:
+                if event.sequence > last:
                     last, ended = event.sequence, is_terminal(event)
                     yield event
         finally:

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,7 +42,6 @@ from agentloop.serving import Server, serve_service
 from agentloop.settings import ReasonerSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import reasoner_pb2, reasoner_pb2_grpc
-from reasoner_svc.batching import in_batches
 from reasoner_svc.convert import (
     StreamAssembler,
     completion_size,
@@ -171,26 +169,6 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
             "(AGENTLOOP_MODEL_TIMEOUT_S, or the caller's shorter deadline)"
         )
 
-    def _relayed(self, acc: StreamAssembler, chunks: list[Any]) -> list[reasoner_pb2.StreamStepResponse]:
-        """The text of `chunks` as messages: one per kind of text, in the order the model wrote them."""
-        pieces: list[tuple[bool, str]] = []  # (reasoning?, text)
-        for chunk in chunks:
-            reasoning, content = acc.add_chunk(chunk)
-            self._check_size(acc.size)
-            for is_reasoning, text in ((True, reasoning), (False, content)):
-                if not text:
-                    continue
-                if pieces and pieces[-1][0] is is_reasoning:
-                    pieces[-1] = (is_reasoning, pieces[-1][1] + text)
-                else:
-                    pieces.append((is_reasoning, text))
-        return [
-            reasoner_pb2.StreamStepResponse(reasoning_token=text)
-            if is_reasoning
-            else reasoner_pb2.StreamStepResponse(token=text)
-            for is_reasoning, text in pieces
-        ]
-
     def _check_size(self, size: int) -> None:
         """Refuse a completion over AGENTLOOP_MAX_COMPLETION_BYTES before holding any more of it."""
         limit = self._settings.max_completion_bytes
@@ -256,16 +234,18 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
                         stream_cls=openai.AsyncStream[dict[str, Any]],
                     )
                 try:
-                    # Chunks that arrived while the last message was on its way
-                    # go as one (reasoner_svc.batching).
-                    async with aclosing(in_batches(aiter(stream))) as batches:
-                        while True:
-                            async with asyncio.timeout_at(deadline):
-                                batch = await anext(batches, None)
-                            if batch is None:
-                                break
-                            for message in self._relayed(acc, batch):
-                                yield message
+                    chunks = aiter(stream)
+                    while True:
+                        async with asyncio.timeout_at(deadline):
+                            chunk = await anext(chunks, None)
+                        if chunk is None:
+                            break
+                        reasoning, content = acc.add_chunk(chunk)
+                        self._check_size(acc.size)
+                        if reasoning:
+                            yield reasoner_pb2.StreamStepResponse(reasoning_token=reasoning)
+                        if content:
+                            yield reasoner_pb2.StreamStepResponse(token=content)
                 finally:
                     await stream.close()
             except TimeoutError:

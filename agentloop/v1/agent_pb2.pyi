@@ -941,12 +941,12 @@ class RunEvent(_message.Message):
     run_id: _builtins.str
     """The run this event belongs to."""
     sequence: _builtins.int
-    """Position of the event in the run, from 1, increasing. Consecutive
-    llm_token events of one step may arrive joined into one, numbered like
-    the last of them: on a stream whose client (or gateway) fell behind, and
-    in a replay from the store. A number is skipped only just before such an
-    event, or where a gateway that stopped lost events it had not stored (the
-    Decision of kind "resumed" names that range).
+    """Position of the event in the run, from 1, increasing. A live stream
+    numbers its events one by one; a replay from the store (Watch, or Run
+    and Resume catching up) joins consecutive llm_token events of one step
+    into one, numbered like the last of them. A number is skipped only just
+    before such an event, or where a gateway that stopped lost events it had
+    not stored (the Decision of kind "resumed" names that range).
     """
     thread_id: _builtins.str
     """The conversation the run belongs to."""

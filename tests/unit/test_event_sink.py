@@ -5,7 +5,7 @@ from __future__ import annotations
 from google.rpc import code_pb2
 
 from agentloop.v1 import agent_pb2
-from gateway.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink, next_live
+from gateway.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink
 
 
 def drained(queue: object) -> list[agent_pb2.RunEvent]:
@@ -53,51 +53,6 @@ def test_tokens_of_different_steps_are_not_joined() -> None:
         (2, 1, "ab"),
         (3, 2, "c"),
     ]
-
-
-def test_a_subscriber_that_fell_behind_gets_the_waiting_tokens_of_a_step_as_one_event() -> None:
-    sink = reserved_sink()
-    queue = sink.subscribe()
-    sink.token(1, "a")  # 1
-    first, waiting = next_live(queue, queue.get_nowait())
-    assert (first.sequence, first.llm_token.token, waiting) == (1, "a", None)  # nothing behind it: as is
-    sink.token(1, "b")  # 2
-    sink.token(1, "c")  # 3
-    sink.token(1, reasoning_token="hmm")  # 4: another kind of text
-    sink.token(2, "d")  # 5: another step
-    sink.token(2, "e")  # 6
-    sink.node_end("agent", 2, 1.0)  # 7
-    sent: list[agent_pb2.RunEvent] = []
-    waiting = None
-    while not queue.empty() or waiting is not None:
-        event, waiting = next_live(queue, waiting if waiting is not None else queue.get_nowait())
-        sent.append(event)
-    assert [(e.sequence, e.WhichOneof("event")) for e in sent] == [
-        (3, "llm_token"),
-        (4, "llm_token"),
-        (6, "llm_token"),
-        (7, "node_end"),
-    ]
-    assert [(e.llm_token.step, e.llm_token.token, e.llm_token.reasoning_token) for e in sent[:3]] == [
-        (1, "bc", ""),
-        (1, "", "hmm"),
-        (2, "de", ""),
-    ]
-
-
-def test_a_late_subscriber_never_gets_tokens_joined_past_the_size_bound() -> None:
-    sink = reserved_sink()
-    queue = sink.subscribe()
-    for _ in range(3 * TOKEN_COALESCE_BYTES // 100):
-        sink.token(1, "x" * 100)
-    sizes = []
-    waiting = None
-    while not queue.empty() or waiting is not None:
-        event, waiting = next_live(queue, waiting if waiting is not None else queue.get_nowait())
-        sizes.append(len(event.llm_token.token))
-    assert sum(sizes) == 3 * TOKEN_COALESCE_BYTES // 100 * 100
-    assert len(sizes) >= 3
-    assert max(sizes) <= TOKEN_COALESCE_BYTES + 100
 
 
 def test_events_wait_for_their_numbers_to_be_reserved() -> None:
