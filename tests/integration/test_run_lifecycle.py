@@ -9,12 +9,15 @@ admission limit, and a store fault nobody classified.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import grpc
 import pytest
+import sqlalchemy.event
 import sqlalchemy.exc
 from google.rpc import code_pb2
 
@@ -206,6 +209,49 @@ async def test_client_deadlines_during_setup_leave_no_run_behind(
     for thread_id in threads:
         events = await stack.run("after the storm", thread_id=thread_id, user_id="ana", deadline_s=30)
         assert final_of(events).final_reply == "Reply to: after the storm"
+
+
+async def test_clients_leaving_while_sqlite_writes_wait_leave_the_gateway_writing(tmp_path: Path) -> None:
+    """Runs whose clients leave while their setup waits for the SQLite file's write lock.
+
+    Another process holds the lock; forty Runs with 0.3 s deadlines queue
+    their first writes behind it and are cancelled there. SQLAlchemy on its
+    own would take each cancelled statement for a lost connection and close
+    it from the event loop while aiosqlite's thread still ran it. Here no
+    connection is thrown away, and once the lock is free every run left
+    behind ends and new runs complete.
+    """
+    path = tmp_path / "agentloop.db"
+    stack = await start_stack(SCRIPT, database_url=f"sqlite:///{path}")
+    try:
+        store = stack.gateway.store
+        assert isinstance(store, SqlStore)
+        thrown_away: list[BaseException | None] = []
+        sqlalchemy.event.listen(
+            store.engine.sync_engine, "invalidate", lambda _c, _r, exc: thrown_away.append(exc)
+        )
+        await stack.run("hello", thread_id="t-locked", user_id="ana")
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            requests = [agent_pb2.RunRequest(input="hello", user_id="ana") for _ in range(40)]
+            outcomes = await asyncio.gather(
+                *(outcome(events_of(stack.agent.Run(r, timeout=0.3))) for r in requests)
+            )
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert set(outcomes) == {grpc.StatusCode.DEADLINE_EXCEEDED}
+        assert thrown_away == []
+
+        async def all_ended() -> bool:
+            return not await unfinished_runs(store)
+
+        await eventually(all_ended, timeout_s=30)
+        events = await stack.run("after the lock", thread_id="t-locked", user_id="ana", deadline_s=30)
+        assert final_of(events).final_reply
+    finally:
+        await stack.close()
 
 
 async def test_admission_counts_runs_before_starting_them(database_url: str) -> None:
