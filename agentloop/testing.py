@@ -242,10 +242,9 @@ def tokens_joined(events: list[agent_pb2.RunEvent]) -> list[agent_pb2.RunEvent]:
 def assert_numbered(events: Sequence[agent_pb2.RunEvent], after: int = 0) -> None:
     """Fail unless a stream's numbers follow `after` one by one, but where tokens were joined.
 
-    An llm_token event may stand for several consecutive tokens of its step
-    (delivered together to a client that fell behind, or replayed from the
-    store) and carries the last one's number, so a number may be skipped
-    just before such an event, and nowhere else.
+    An llm_token event replayed from the store may stand for several
+    consecutive tokens of its step and carries the last one's number, so a
+    number may be skipped just before such an event, and nowhere else.
     """
     last = after
     for event in events:

@@ -100,9 +100,9 @@ async def _connection_run_to_completion(
     loop while aiosqlite's thread is still running the statement, and a
     second cancellation during that close makes it stop the thread outright
     (`AsyncAdapt_terminate`). Clients leaving by the hundred during setup
-    (each a cancelled `create_run`) drove writes into that path; afterwards
-    every writer failed with "database is locked" for as long as the file's
-    write lock stayed with a connection nobody owned any more, and the
+    (each a cancelled `create_run`) drove writes into that path: a
+    connection so closed can keep the file's write lock with nobody owning
+    it (every writer then failed with "database is locked"), and the
     engine's `dispose()` could hang for ever on the stopped thread.
     """
     conn = connectable.connect()
