@@ -38,7 +38,7 @@ from gateway.run_context import RunContext
 from gateway.snapshot import initial_state, restore
 from gateway.starting import QUEUE_POLL_S, RunStarts
 from gateway.state import STORE_NODE, RunFailure, RunState
-from gateway.store.base import LeaseLost, RunRow, RunStatus, Store
+from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadRow
 from gateway.validation import (
     check_decisions,
     new_turn_messages,
@@ -215,8 +215,12 @@ class RunManager(RunStarts):
             raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
         return row
 
-    async def owned_thread_exists(self, thread_id: str, user_id: str) -> None:
-        """NOT_FOUND unless the thread exists and belongs to `user_id`."""
+    async def owned_thread(self, thread_id: str, user_id: str) -> ThreadRow:
+        """The thread, read once; NOT_FOUND unless it exists and belongs to `user_id`.
+
+        Callers use this row rather than reading the thread again: retention
+        may delete it between two reads.
+        """
         if not thread_id:
             raise InvalidArgument("thread_id", "must not be empty")
         thread = await self._store.get_thread(thread_id, user_id=user_id)
@@ -226,6 +230,7 @@ class RunManager(RunStarts):
                 reason="THREAD_NOT_FOUND",
                 metadata={"thread_id": thread_id},
             )
+        return thread
 
     def local(self, run_id: str) -> ActiveRun | None:
         """The run if it executes in this process."""

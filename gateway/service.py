@@ -231,9 +231,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     ) -> agent_pb2.GetThreadResponse:
         check_ids(request)
         store = self.manager.store
-        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
-        thread = await store.get_thread(request.thread_id, user_id=request.user_id)
-        assert thread is not None
+        thread = await self.manager.owned_thread(request.thread_id, request.user_id)
         response = agent_pb2.GetThreadResponse(
             thread_id=thread.thread_id,
             user_id=thread.user_id,
@@ -285,7 +283,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     ) -> agent_pb2.ListCheckpointsResponse:
         check_ids(request)
         size, after = page_request(request.page_size, request.page_token)
-        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        await self.manager.owned_thread(request.thread_id, request.user_id)
         rows = await self.manager.store.list_checkpoints(
             request.thread_id, request.run_id or None, after, size + 1, user_id=request.user_id
         )
@@ -398,7 +396,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     ) -> agent_pb2.ListRunsResponse:
         check_ids(request)
         size, offset = page_request(request.page_size, request.page_token)
-        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        await self.manager.owned_thread(request.thread_id, request.user_id)
         store = self.manager.store
         rows = await store.list_runs(request.thread_id, size + 1, offset, user_id=request.user_id)
         response = agent_pb2.ListRunsResponse(
@@ -417,7 +415,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         check_ids(request)
         if not request.checkpoint_id:
             raise InvalidArgument("checkpoint_id", "must not be empty")
-        await self.manager.owned_thread_exists(request.thread_id, request.user_id)
+        await self.manager.owned_thread(request.thread_id, request.user_id)
         thread = await self.manager.store.get_thread(request.thread_id, user_id=request.user_id)
         assert thread is not None
         _, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)

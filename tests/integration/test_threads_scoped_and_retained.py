@@ -127,6 +127,33 @@ async def test_a_refused_run_never_becomes_the_threads_latest_run(stack: Stack) 
     call.cancel()
 
 
+async def test_get_thread_answers_from_one_read_when_retention_deletes_the_thread_meanwhile(
+    stack: Stack,
+) -> None:
+    """Retention deleting a thread while GetThread reads it: the reply or NOT_FOUND, never INTERNAL."""
+    from gateway.store.scope import thread_key
+
+    await stack.run("hello", thread_id="doomed", user_id="ana")
+    store = stack.gateway.store
+    read_thread = store.get_thread
+
+    async def read_then_retention_deletes(thread_id: str, *, user_id: str) -> object:
+        row = await read_thread(thread_id, user_id=user_id)
+        async with store.engine.begin() as conn:  # type: ignore[attr-defined]
+            await conn.execute(
+                text("DELETE FROM threads WHERE thread_id = :key"), {"key": thread_key(user_id, thread_id)}
+            )
+        return row
+
+    store.get_thread = read_then_retention_deletes  # type: ignore[method-assign]
+    try:
+        thread = await _thread(stack, "doomed", "ana")
+    finally:
+        store.get_thread = read_thread  # type: ignore[method-assign]
+    assert thread.thread_id == "doomed"
+    assert not await _thread_exists(stack, "doomed", "ana")
+
+
 async def test_retention_spares_a_thread_paused_for_approval(database_url: str) -> None:
     stack = await _stack(database_url, retention_idle_ttl_s=2.0, retention_interval_s=1.0)
     try:
