@@ -62,7 +62,8 @@ _ANSWER_TOKENS = _INFLIGHT.answer_tokens
 _TOOL_STEP_CHUNKS = 4
 """Stream chunks of a one-call tool step from the scripted model: the call's name and 3 argument slices."""
 _RUN_EVENTS_BESIDE_TOKENS = 28
-"""Run events of the in-flight run beside its tokens: node starts and ends, tool starts and ends, final."""
+"""The in-flight run's messages to its client beside tokens: 10 nodes' starts and ends, 3 tools',
+the final event and the stream's first message."""
 
 
 # --- the echo gRPC server (its own process) ------------------------------------------
@@ -280,15 +281,16 @@ def _floors(hops: dict[str, Any], cores: int) -> dict[str, Any]:
         http["bare_aiohttp"]["caller_cpu_us"] / 1000
     )
     # The in-flight run: STEPS + 1 streamed model calls (tool steps of _TOOL_STEP_CHUNKS chunks, then the
-    # answer), each relayed Reasoner → gateway with its result; the answer's tokens and the run's other
-    # events relayed gateway → client on one Run stream; STEPS tool rounds of one call; 3 transactions a
+    # answer), every chunk parsed by the SDK; the Reasoner relays text tokens and each call's result to
+    # the gateway (tool-call deltas stay in the Reasoner); the answer's tokens and the run's other
+    # events go gateway → client on one Run stream; STEPS tool rounds of one call; 3 transactions a
     # tool step and the final checkpoint.
     calls = STEPS + 1
     chunks = STEPS * _TOOL_STEP_CHUNKS + _ANSWER_TOKENS
     run_parts = {
         "model_calls_http_sdk_streamed": calls * http["openai_sdk"]["caller_cpu_us"]
         + chunks * http["sdk_stream_per_chunk_cpu_us"],
-        "reasoner_streams_grpc": calls * call + (chunks + calls) * message,
+        "reasoner_streams_grpc": calls * call + (_ANSWER_TOKENS + calls) * message,
         "tools_rounds_grpc": STEPS * (call + 2 * message),
         "client_run_stream_grpc": call + (_ANSWER_TOKENS + _RUN_EVENTS_BESIDE_TOKENS) * message,
         "store_transactions": (3 * STEPS + 1) * txn,

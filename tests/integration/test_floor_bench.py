@@ -52,8 +52,8 @@ def test_the_inflight_floor_counts_every_token_on_both_hops_and_says_how_many_ru
     cheap = _floors(_hops(unary=500, per_call=700, per_message=0, sdk=800, chunk=0, txn=100), cores=2)
     dear = _floors(_hops(unary=500, per_call=700, per_message=100, sdk=800, chunk=0, txn=100), cores=2)
     run_cheap, run_dear = cheap["inflight_run"], dear["inflight_run"]
-    # To the gateway 4 results + (3 × 4 + 50) chunks; 2 events a tool round; out 50 tokens + 28 events.
-    messages = (4 + 62) + 3 * 2 + (50 + 28)
+    # To the gateway 4 results + 50 tokens; 2 events a tool round; out 50 tokens + 28 events.
+    messages = (4 + 50) + 3 * 2 + (50 + 28)
     assert run_dear["floor_cpu_ms"] - run_cheap["floor_cpu_ms"] == pytest.approx(messages * 0.1)
     assert run_dear["runs_per_s_for_target"] == pytest.approx(1000 / run_dear["ideal_run_s"], abs=0.1)
     assert run_dear["cpu_budget_ms_per_run_on_all_cores"] == pytest.approx(
