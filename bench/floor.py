@@ -195,31 +195,51 @@ async def _http_hops(n: int) -> dict[str, Any]:
             )
             messages: list[Any] = [{"role": "user", "content": "hello"}]
 
+            body: dict[str, Any] = {"model": "m", "messages": messages}
+
             async def sdk() -> object:
-                return await client.chat.completions.create(model="m", messages=messages)
+                # As the Reasoner calls it: the SDK's request path, the reply left a dict (no models built).
+                return await client.post("/chat/completions", body=body, cast_to=dict)
 
             async def sdk_stream() -> int:
-                chunks = await client.chat.completions.create(model="m", messages=messages, stream=True)
+                chunks = await client.post(
+                    "/chat/completions",
+                    body={**body, "stream": True},
+                    cast_to=dict,
+                    stream=True,
+                    stream_cls=openai.AsyncStream[dict[str, Any]],
+                )
                 return len([c async for c in chunks])
 
-            body = json.dumps({"model": "m", "messages": messages}).encode()
+            raw = json.dumps(body).encode()
+            raw_stream = json.dumps({**body, "stream": True}).encode()
             headers = {"content-type": "application/json", "authorization": "Bearer floor"}
             async with aiohttp.ClientSession() as session:
 
                 async def bare() -> object:
-                    async with session.post(f"{base}/chat/completions", data=body, headers=headers) as reply:
+                    async with session.post(f"{base}/chat/completions", data=raw, headers=headers) as reply:
                         return json.loads(await reply.read())
+
+                async def bare_stream() -> int:
+                    url = f"{base}/chat/completions"
+                    async with session.post(url, data=raw_stream, headers=headers) as reply:
+                        return len(
+                            [json.loads(line[6:]) async for line in reply.content if line[6:12] == b"{"]
+                        )
 
                 out: dict[str, Any] = {
                     "openai_sdk": await _per_op(sdk, n),
                     "openai_sdk_stream_50_tokens": await _per_op(sdk_stream, n),
                     "bare_aiohttp": await _per_op(bare, n),
+                    "bare_aiohttp_stream_50_tokens": await _per_op(bare_stream, n),
                 }
             await client.close()
         finally:
             model.stop()
     streamed = out["openai_sdk_stream_50_tokens"]["caller_cpu_us"] - out["openai_sdk"]["caller_cpu_us"]
     out["sdk_stream_per_chunk_cpu_us"] = round(streamed / _ANSWER_TOKENS, 1)
+    parsed = out["bare_aiohttp_stream_50_tokens"]["caller_cpu_us"] - out["bare_aiohttp"]["caller_cpu_us"]
+    out["bare_stream_per_chunk_cpu_us"] = round(parsed / _ANSWER_TOKENS, 1)
     return out
 
 
@@ -296,6 +316,10 @@ def _floors(hops: dict[str, Any], cores: int) -> dict[str, Any]:
         "store_transactions": (3 * STEPS + 1) * txn,
     }
     run_ms = sum(run_parts.values()) / 1000
+    bare_model_calls = (
+        calls * http["bare_aiohttp"]["caller_cpu_us"] + chunks * http["bare_stream_per_chunk_cpu_us"]
+    )
+    bare_run_ms = run_ms + (bare_model_calls - run_parts["model_calls_http_sdk_streamed"]) / 1000
     ideal_s = ideal_run_s(_INFLIGHT.script())
     needed_runs_per_s = _INFLIGHT.concurrency / ideal_s
     budget_ms = cores * 1000 / needed_runs_per_s
@@ -310,6 +334,7 @@ def _floors(hops: dict[str, Any], cores: int) -> dict[str, Any]:
         "inflight_run": {
             "parts_us": {k: round(v, 1) for k, v in run_parts.items()},
             "floor_cpu_ms": round(run_ms, 3),
+            "floor_cpu_ms_bare_http": round(bare_run_ms, 3),
             "target_in_flight": _INFLIGHT.concurrency,
             "ideal_run_s": round(ideal_s, 3),
             "runs_per_s_for_target": round(needed_runs_per_s, 1),

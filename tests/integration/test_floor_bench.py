@@ -32,6 +32,7 @@ def _hops(
             "openai_sdk": {"caller_cpu_us": sdk},
             "bare_aiohttp": {"caller_cpu_us": sdk / 4},
             "sdk_stream_per_chunk_cpu_us": chunk,
+            "bare_stream_per_chunk_cpu_us": chunk / 4,
         },
         "sqlite": {"checkpoint_transaction": {"cpu_us": txn}},
     }
@@ -60,6 +61,8 @@ def test_the_inflight_floor_counts_every_token_on_both_hops_and_says_how_many_ru
         2000 / run_dear["runs_per_s_for_target"], abs=0.05
     )
     assert run_dear["in_flight_at_floor"] < run_cheap["in_flight_at_floor"]
+    # Bare HTTP: 4 model calls at a quarter of the SDK's 800 µs.
+    assert run_dear["floor_cpu_ms_bare_http"] == pytest.approx(run_dear["floor_cpu_ms"] - 4 * 0.6)
 
 
 @pytest.mark.timeout(180)
@@ -73,7 +76,7 @@ def test_every_hop_is_measured_and_the_report_says_what_the_floors_leave(tmp_pat
     assert grpc_hops["stream_51"]["callee_cpu_us"] > 0  # the server's CPU, read in 10 ms ticks
     assert grpc_hops["stream_51"]["cpu_us"] > grpc_hops["stream_1"]["cpu_us"]
     assert http["openai_sdk_stream_50_tokens"]["caller_cpu_us"] > http["openai_sdk"]["caller_cpu_us"] > 0
-    assert http["bare_aiohttp"]["caller_cpu_us"] > 0
+    assert http["bare_aiohttp_stream_50_tokens"]["caller_cpu_us"] > http["bare_aiohttp"]["caller_cpu_us"] > 0
     assert store["checkpoint_transaction"]["cpu_us"] > 0
     step = results["floors"]["zero_latency_step"]
     assert step["floor_cpu_ms"] == pytest.approx(sum(step["parts_us"].values()) / 1000, abs=0.002)
