@@ -116,7 +116,10 @@ class _Round:
     result of the running batch is in, or GROUP_LINGER_S after its first
     result, whichever comes first: parallel calls rarely finish in the same
     instant (each result is its own gRPC message), and writing on the first
-    one left the next ones to a second and third transaction.
+    one left the next ones to a second and third transaction. The group that
+    completes a parallel batch is not written on its own: the checkpoint that
+    ends the node records it (`RunJournal.record_with_next_checkpoint`), and
+    its tool_end events wait for that commit.
     """
 
     def __init__(self, state: RunState, ctx: RunContext) -> None:
@@ -127,12 +130,14 @@ class _Round:
         self._pending: list[common_pb2.ToolResult] = []
         self._flusher: asyncio.Task[None] | None = None
         self._awaited = 0
+        self._batch = False
         self._all_in = asyncio.Event()
         self._all_in.set()
 
     def expect(self, count: int) -> None:
         """`count` results will stream in (a parallel batch): a group waits for them, briefly."""
         self._awaited = count
+        self._batch = True
         if count > 1:
             self._all_in.clear()
 
@@ -174,7 +179,10 @@ class _Round:
         while self._pending:
             batch, self._pending = self._pending, []
             batch = [await self._hooked(r) for r in batch]
-            await self.ctx.journal.tool_results(self.state.run_id, batch)
+            if self._batch and self._awaited <= 0 and not self._pending:
+                self.ctx.journal.record_with_next_checkpoint(batch)  # the batch's last: see the class
+            else:
+                await self.ctx.journal.tool_results(self.state.run_id, batch)
             for result in batch:
                 self._announce(result)
 

@@ -16,6 +16,8 @@ Two rules keep a number from ever meaning two events:
   leave a gap, never a reused number.
 - Terminal events (`final`, `error`) reach nobody until the checkpoint that
   stores them has committed: a client never sees an outcome the store lacks.
+  Nor does it see a tool result the store lacks: results that the next
+  checkpoint records (`hold_until_stored`) hold their events back for it too.
 
 Streamed tokens are delivered live one by one, but history and the persist
 buffer keep them coalesced (consecutive tokens of a step joined into one
@@ -162,7 +164,18 @@ class EventSink:
     def stored_upto(self, sequence: int) -> None:
         """A checkpoint holding every event up to `sequence` committed: deliver what waited for it."""
         self.persisted = max(self.persisted, sequence)
+        if self._barrier is not None and self._barrier <= self.persisted:
+            self._barrier = None
         self._release()
+
+    def hold_until_stored(self) -> None:
+        """Events from the next one on reach nobody until a checkpoint has stored them.
+
+        For what the next checkpoint itself records (a tool round's last
+        results): their events wait for that commit, like a terminal event.
+        """
+        if self._barrier is None:
+            self._barrier = self.sequence + 1
 
     def _deliverable(self, event: agent_pb2.RunEvent) -> bool:
         if event.sequence > self.reserved:
@@ -269,8 +282,15 @@ class EventSink:
         ev.error.message = message
         ev.error.node = node
         if not stored:
+            self._drop_unstorable()
             self.persisted = max(self.persisted, ev.sequence)
         self._emit(ev)
+
+    def _drop_unstorable(self) -> None:
+        """Events held for a checkpoint that will not come reach nobody, as a result whose write failed."""
+        if self._barrier is not None:
+            self._held = deque(e for e in self._held if e.sequence < self._barrier)
+            self._barrier = None
 
 
 _JOIN_EVERY = 32

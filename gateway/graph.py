@@ -184,10 +184,16 @@ async def _commit(
 
 
 async def _fail(state: RunState, ctx: RunContext, node: str, code: str, message: str) -> RunState:
-    """End the run with one error event; tool calls left open get error results so the thread stays valid."""
+    """End the run with one error event; tool calls left open get error results so the thread stays valid.
+
+    A call that finished but whose result was still waiting for the node's
+    checkpoint keeps that result (already announced; this write stores it).
+    """
     log.warning("run %s failed in %s: %s %s", state.run_id, node, code, message)
+    finished = ctx.journal.carried_results
     closing = [
-        common_pb2.ToolResult(
+        finished.get(call.id)
+        or common_pb2.ToolResult(
             tool_call_id=call.id,
             name=call.name,
             content=f"The tool call could not run: {message}",

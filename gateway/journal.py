@@ -110,6 +110,7 @@ class RunJournal:
         self._telemetry = telemetry or Telemetry.noop()
         self._budget_s = retry_budget_s
         self._reserving: set[asyncio.Task[None]] = set()
+        self._carried: list[common_pb2.ToolResult] = []
         self.checkpoints_written = 0
         sink.on_reserve = self._reserve_soon
 
@@ -152,8 +153,10 @@ class RunJournal:
     ) -> None:
         """Commit the transition out of `node` with the messages it added and the events so far.
 
-        Reserves the next block of event numbers in the same write; events
-        held for the commit (a terminal one) are delivered after it.
+        Reserves the next block of event numbers in the same write, and
+        records the tool results carried to it (`record_with_next_checkpoint`);
+        events held for the commit (a terminal one, those results') are
+        delivered after it.
         """
         reserve = self._sink.next_reservation()
         write = CheckpointWrite(
@@ -164,6 +167,7 @@ class RunJournal:
             events=self._sink.drain(),
             status=status,
             sequence_reserved=reserve,
+            tool_results=list(self._carried),
         )
         attributes = {
             "agentloop.run_id": state.run_id,
@@ -175,6 +179,7 @@ class RunJournal:
                 lambda: self._store.write_checkpoint(write), "checkpoint", self._budget_s
             )
         self.checkpoints_written += 1
+        del self._carried[: len(write.tool_results)]
         self._sink.reserved_upto(row.sequence_reserved)
         self._sink.stored_upto(write.record.last_sequence)
         if row.cancel_requested:
@@ -184,10 +189,33 @@ class RunJournal:
         """Persist one finished tool call before anyone is told about it."""
         await self.tool_results(run_id, [result])
 
+    @property
+    def carried_results(self) -> dict[str, common_pb2.ToolResult]:
+        """Finished tool calls the next write records, by call id (announced, not stored yet)."""
+        return {r.tool_call_id: r for r in self._carried}
+
+    def record_with_next_checkpoint(self, results: Sequence[common_pb2.ToolResult]) -> None:
+        """Have the next checkpoint record `results`; their events (emitted from now on) wait for it.
+
+        For a parallel round's last results: the checkpoint that ends the
+        tools node follows at once, so recording them in it saves a
+        transaction per step, and nobody hears of them before they are
+        stored. A crash before that commit loses them as a crash before their
+        own write would; the calls run again on resume.
+        """
+        self._sink.hold_until_stored()
+        self._carried.extend(results)
+
     async def tool_results(self, run_id: str, results: Sequence[common_pb2.ToolResult]) -> None:
-        """Persist finished tool calls (one transaction) before anyone is told about them."""
+        """Persist finished tool calls (one transaction) before anyone is told about them.
+
+        Results carried to the next checkpoint go first, so the store keeps
+        the order in which the calls finished.
+        """
         if not results:
             return
+        carried = len(self._carried)
+        results = [*self._carried, *results]
         with self._telemetry.span(
             "store record_tool_results",
             attributes={"agentloop.run_id": run_id, "agentloop.tool_results": len(results)},
@@ -197,3 +225,4 @@ class RunJournal:
                 "tool results",
                 self._budget_s,
             )
+        del self._carried[:carried]

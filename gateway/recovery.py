@@ -90,8 +90,9 @@ async def end_after_fault(store: Store, state: RunState, ctx: RunContext, messag
     ctx.sink.error(code, message, FAULT_NODE)
     try:
         history = await store.thread_messages(state.thread_id, user_id=state.user_id)
-        recorded = await store.tool_results(state.run_id)
-        # A call that finished keeps its stored result; only calls that never ran get an error.
+        # A call that finished keeps its result (stored, or carried to the next write, which stores
+        # it first); only calls that never ran get an error.
+        recorded = {**ctx.journal.carried_results, **await store.tool_results(state.run_id)}
         answers = [
             recorded[call.id] if call.id in recorded else _could_not_run(call, message)
             for call in _unanswered(history)

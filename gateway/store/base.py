@@ -132,6 +132,10 @@ class CheckpointWrite:
     """Set to end the run (COMPLETED/FAILED/CANCELLED) in the same transaction."""
     sequence_reserved: int = 0
     """Raise the run's reserved event numbers to at least this (ignored when `status` ends the run)."""
+    tool_results: Sequence[common_pb2.ToolResult] = ()
+    """Finished tool calls recorded with the transition, as `record_tool_results` records them: a
+    round's last results, arriving just before the checkpoint that ends the tools node, cost no
+    transaction of their own."""
 
 
 @dataclass(frozen=True)

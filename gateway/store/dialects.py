@@ -280,6 +280,8 @@ class PostgresDialect(Dialect):
                 [sequence for sequence, _ in step.events],
                 [data for _, data in step.events],
                 step.sequence_reserved,
+                [call_id for call_id, _ in step.tool_results],
+                [data for _, data in step.tool_results],
             )
         return None if row is None else run_row(row)
 
@@ -441,6 +443,7 @@ class SqliteDialect(Dialect):
             step.messages,
             (step.record, step.delta_bytes, stamp),
             [(step.run_id, sequence, data) for sequence, data in step.events],
+            [(step.run_id, call_id, data) for call_id, data in step.tool_results],
         )
         return None if values is None else sqlite_run_row(values)
 

@@ -68,6 +68,7 @@ class HistoryQueries(SqlBase):
             delta_bytes=len(record) + sum(map(len, message_data)),
             events=[(e.sequence, e.SerializeToString()) for e in events],
             sequence_reserved=write.sequence_reserved,
+            tool_results=_storable_results(write.tool_results),
         )
         row = await self._dialect.write_step(step)
         if row is None:
@@ -104,11 +105,7 @@ class HistoryQueries(SqlBase):
             return
         now = utc_now()
         owned = await self._dialect.record_tool_results(
-            run_id,
-            owner,
-            now + timedelta(seconds=self.lease_s),
-            now,
-            [(storable(r.tool_call_id), r.SerializeToString()) for r in results],
+            run_id, owner, now + timedelta(seconds=self.lease_s), now, _storable_results(results)
         )
         if not owned:
             raise LeaseLost(f"run {run_id} is not running under owner {owner}")
@@ -184,3 +181,8 @@ class HistoryQueries(SqlBase):
             if touched.rowcount == 0:
                 raise NotFound(f"run {run_id} not found")
             await self._insert_events(conn, run_id, events)
+
+
+def _storable_results(results: Sequence[common_pb2.ToolResult]) -> list[tuple[str, bytes]]:
+    """(call id column, result data) rows: the first-write-wins key holds the id's storable form."""
+    return [(storable(r.tool_call_id), r.SerializeToString()) for r in results]

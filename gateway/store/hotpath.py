@@ -61,6 +61,8 @@ class StepWrite:
     events: list[tuple[int, bytes]]
     """(sequence, serialized event) pairs."""
     sequence_reserved: int
+    tool_results: list[tuple[str, bytes]]
+    """(storable tool call id, serialized result) pairs, recorded as `record_tool_results` does."""
 
 
 _RUN_COLUMNS = (
@@ -101,13 +103,20 @@ WITH owned AS (
     SELECT owned.run_id, e.sequence, e.data
     FROM owned, unnest($11::bigint[], $12::bytea[]) AS e(sequence, data)
     ON CONFLICT (run_id, sequence) DO NOTHING
+), new_tool_results AS (
+    INSERT INTO tool_results (run_id, tool_call_id, data)
+    SELECT owned.run_id, r.tool_call_id, r.data
+    FROM owned, unnest($14::text[], $15::bytea[]) WITH ORDINALITY AS r(tool_call_id, data, ord)
+    ORDER BY r.ord
+    ON CONFLICT (run_id, tool_call_id) DO NOTHING
 )
 SELECT {_RUN_COLUMNS} FROM owned
 """
 """$1 run_id, $2 owner, $3 last_sequence, $4 status, $5 new owner, $6 lease_expires_at, $7 now,
 $8 message data, $9 record, $10 delta_bytes, $11 event sequences, $12 event data,
 $13 sequence_reserved (the owner's new reservation; a run that ends or pauses keeps none beyond its
-last event, so Resume numbers on without a gap)."""
+last event, so Resume numbers on without a gap), $14 tool call ids and $15 result data (recorded
+as PG_RECORD_TOOL_RESULTS records them)."""
 
 PG_RECORD_TOOL_RESULTS = f"""
 WITH owned AS (
@@ -181,6 +190,7 @@ def sqlite_write_checkpoint(
     messages: list[bytes],
     checkpoint: tuple[bytes, int, str],
     events: list[tuple[str, int, bytes]],
+    tool_results: list[tuple[str, str, bytes]],
 ) -> dict[str, Any] | None:
     """write_checkpoint's statements (in the connection's thread, inside `SqliteDialect._transaction`).
 
@@ -206,6 +216,8 @@ def sqlite_write_checkpoint(
     )
     if events:
         db.executemany(_SQLITE_INSERT_EVENT, events)
+    if tool_results:
+        db.executemany(_SQLITE_INSERT_TOOL_RESULT, tool_results)
     return dict(zip(run.keys(), run, strict=True))
 
 

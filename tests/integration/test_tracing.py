@@ -224,7 +224,7 @@ async def test_one_run_is_one_trace_across_the_three_services(
     assert all(s.attributes["agentloop.run_id"] == run_id for s in node_spans)
     for write in collector.named("store write_checkpoint"):
         assert parent(write) is run
-    for write in collector.named("store record_tool_result"):
+    for write in collector.named("store record_tool_results"):
         assert parent(write).name == "node tools"
 
     # The reasoner: its SERVER spans continue a gateway node span; the model call is under them.

@@ -645,6 +645,37 @@ async def test_record_tool_results_first_write_wins_per_call_id(store: SqlStore)
     assert list(results) == ["x", "y", "z"]
 
 
+async def test_a_checkpoint_records_the_tool_results_it_carries_after_earlier_ones_first_write_wins(
+    store: SqlStore,
+) -> None:
+    await running(store, "r1")
+    await store.record_tool_results("r1", A, [common_pb2.ToolResult(tool_call_id="a", content="first a")])
+    carried = [
+        common_pb2.ToolResult(tool_call_id="c", name="calc", content="c"),
+        common_pb2.ToolResult(tool_call_id="a", content="second a"),
+        common_pb2.ToolResult(tool_call_id="b\x00nul", content="b"),  # stored by its storable form
+    ]
+    run = await checkpoint(store, "r1", n_messages=3, tool_results=carried)
+    results = await store.tool_results("r1")
+    assert list(results) == ["a", "c", "b\x00nul"]
+    assert results["a"].content == "first a"
+    assert results["c"] == carried[0]
+    assert run.checkpoint_count == 1
+    assert len(await store.thread_messages("thread-of-r1", user_id=USER)) == 3
+
+
+async def test_a_checkpoint_by_a_non_owner_records_none_of_its_tool_results(
+    store: SqlStore, store_b: SqlStore
+) -> None:
+    await running(store, "r1", lease_s=-1)
+    assert await store_b.claim_run("r1", B, 30)
+    with pytest.raises(LeaseLost):
+        await checkpoint(store, "r1", tool_results=[common_pb2.ToolResult(tool_call_id="x")])
+    assert await store.tool_results("r1") == {}
+    await checkpoint(store_b, "r1", owner=B, tool_results=[common_pb2.ToolResult(tool_call_id="y")])
+    assert list(await store.tool_results("r1")) == ["y"]
+
+
 async def test_record_tool_results_by_a_non_owner_raises_lease_lost_and_writes_nothing(
     store: SqlStore, store_b: SqlStore
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from google.rpc import code_pb2
 
-from agentloop.v1 import agent_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink
 
 
@@ -88,6 +88,31 @@ def test_a_terminal_event_waits_for_the_checkpoint_that_stores_it() -> None:
     assert [e.WhichOneof("event") for e in drained(queue)] == ["node_end"]
     sink.stored_upto(2)
     assert [e.WhichOneof("event") for e in drained(queue)] == ["final"]
+
+
+def test_results_the_next_checkpoint_records_hold_what_follows_until_it_commits() -> None:
+    sink = reserved_sink()
+    queue = sink.subscribe()
+    sink.tool_start("add", "{}", "c1")
+    sink.hold_until_stored()
+    sink.tool_end(common_pb2.ToolResult(tool_call_id="c1", name="add", content="4"))
+    sink.node_end("tools", 1, 1.0)
+    assert [e.WhichOneof("event") for e in drained(queue)] == ["tool_start"]
+    sink.stored_upto(sink.sequence)
+    assert [e.sequence for e in drained(queue)] == [2, 3]
+    sink.node_start("agent", 2)  # the hold ended with that commit
+    assert [e.sequence for e in drained(queue)] == [4]
+    sink.final(agent_pb2.RunFinal(final_reply="done"))  # a terminal event still waits for its own
+    assert drained(queue) == []
+
+
+def test_an_error_that_cannot_be_stored_drops_the_results_that_waited_for_a_checkpoint() -> None:
+    sink = reserved_sink()
+    queue = sink.subscribe()
+    sink.hold_until_stored()
+    sink.tool_end(common_pb2.ToolResult(tool_call_id="c1", name="add", content="4"))
+    sink.error("UNAVAILABLE", "the database is unavailable", "tools", stored=False)
+    assert [e.WhichOneof("event") for e in drained(queue)] == ["error"]
 
 
 def test_closing_drops_what_nobody_saw() -> None:

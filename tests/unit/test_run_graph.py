@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from agentloop.errors import Unavailable
 from agentloop.v1 import agent_pb2
+from gateway import acting
 from gateway.graph import run_graph
 from gateway.snapshot import metadata_of, restore
 from gateway.state import (
@@ -145,3 +148,24 @@ async def test_a_node_failing_mid_round_closes_its_tool_calls(new_run: NewRun) -
     history = await h.store.thread_messages(h.state.thread_id, user_id="ana")
     answered = [m.tool_call_id for m in history if m.tool_call_id]
     assert answered == ["c1", "c2"]
+
+
+async def test_a_tools_node_failing_after_its_calls_finished_keeps_their_results(
+    new_run: NewRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = await new_run(FakeReasoner(asks(call("c1", "add", "1"), call("c2", "add", "2"))))
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise Unavailable("the round could not be concluded")
+
+    monkeypatch.setattr(acting, "conclude", broken)
+    state = await run_graph(h.state, h.ctx)
+    assert state.stop_reason == StopReason.ERROR
+    assert await status(h) == RunStatus.FAILED
+    # Both calls ran; their results (carried to the checkpoint that never came) are what the thread
+    # and the store say, and the error result is for nobody.
+    stored = await h.store.tool_results(h.state.run_id)
+    assert {k: r.content for k, r in stored.items()} == {"c1": "add: 1", "c2": "add: 2"}
+    messages = await h.store.thread_messages(h.state.thread_id, user_id=h.state.user_id)
+    assert [m.content for m in messages if m.tool_call_id] == ["add: 1", "add: 2"]
+    assert kinds(await h.events()).count("tool_end") == 2

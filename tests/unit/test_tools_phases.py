@@ -106,19 +106,25 @@ async def test_screen_checks_final_answer_and_passes_the_rest_on(new_run: NewRun
     assert decisions == [agent_pb2.DECISION_KIND_STRUCTURED_OUTPUT_INVALID]
 
 
-async def test_run_batch_persists_and_announces_every_result(new_run: NewRun) -> None:
+async def test_run_batch_announces_every_result_and_the_next_checkpoint_records_them(new_run: NewRun) -> None:
     h = await new_run()
+    delivered = h.ctx.sink.subscribe()
     rnd = _Round(h.state, h.ctx)
     calls = [call("c1", "add", "1"), call("c2", "mul", "2")]
     assert await run_batch(h.state, h.ctx, calls, rnd) is False
     assert [r.content for r in rnd.order] == ["add: 1", "mul: 2"]
-    assert set(await h.store.tool_results(h.state.run_id)) == {"c1", "c2"}
-    assert kinds(h.pending()) == ["tool_start", "tool_start", "tool_end", "tool_end"]
+    # The batch's last group waits for the node's checkpoint: not stored, so not delivered yet.
+    assert await h.store.tool_results(h.state.run_id) == {}
+    assert kinds([delivered.get_nowait() for _ in range(delivered.qsize())]) == ["tool_start", "tool_start"]
+    await h.ctx.journal.checkpoint(h.state, "tools", "agent", [])
+    assert list(await h.store.tool_results(h.state.run_id)) == ["c1", "c2"]
+    assert kinds([delivered.get_nowait() for _ in range(delivered.qsize())]) == ["tool_end", "tool_end"]
+    assert [e.sequence for e in await h.events()] == [1, 2, 3, 4]
     assert await run_batch(h.state, h.ctx, [], rnd) is False
 
 
-async def test_results_streaming_in_apart_are_persisted_in_one_write(new_run: NewRun) -> None:
-    h = await new_run(tools=FakeTools(gap_s=acting.GROUP_LINGER_S / 5))
+def _counting_result_writes(h: Harness) -> list[list[str]]:
+    """The call ids of every record_tool_results write the store is asked for from now on."""
     writes: list[list[str]] = []
     record = h.store.record_tool_results
 
@@ -127,9 +133,36 @@ async def test_results_streaming_in_apart_are_persisted_in_one_write(new_run: Ne
         await record(run_id, owner, results)
 
     h.store.record_tool_results = counted  # type: ignore[method-assign]
+    return writes
+
+
+async def test_results_streaming_in_apart_cost_no_write_of_their_own(new_run: NewRun) -> None:
+    h = await new_run(tools=FakeTools(gap_s=acting.GROUP_LINGER_S / 5))
+    writes = _counting_result_writes(h)
     calls = [call("c1", "add", "1"), call("c2", "add", "2"), call("c3", "add", "3")]
     assert await run_batch(h.state, h.ctx, calls, _Round(h.state, h.ctx)) is False
-    assert writes == [["c1", "c2", "c3"]]
+    assert writes == []  # one group, the batch's last: the node's checkpoint records it
+    await h.ctx.journal.checkpoint(h.state, "tools", "agent", [])
+    assert list(await h.store.tool_results(h.state.run_id)) == ["c1", "c2", "c3"]
+
+
+async def test_a_group_written_after_results_were_carried_keeps_them_first(new_run: NewRun) -> None:
+    h = await new_run()
+    writes = _counting_result_writes(h)
+    h.ctx.journal.record_with_next_checkpoint([result("c1", "carried")])
+    await h.ctx.journal.tool_results(h.state.run_id, [result("c2", "written")])
+    assert writes == [["c1", "c2"]]
+    await h.ctx.journal.checkpoint(h.state, "tools", "agent", [])
+    assert list(await h.store.tool_results(h.state.run_id)) == ["c1", "c2"]
+    assert writes == [["c1", "c2"]]  # recorded once
+
+
+async def test_a_serial_round_writes_each_result_before_the_next_call_starts(new_run: NewRun) -> None:
+    h = await new_run(serial_tools=True)
+    writes = _counting_result_writes(h)
+    calls = [call("c1", "add", "1"), call("c2", "add", "2")]
+    assert await run_batch(h.state, h.ctx, calls, _Round(h.state, h.ctx)) is False
+    assert writes == [["c1"], ["c2"]]
 
 
 async def test_cancel_stops_the_batch_and_unanswered_calls_get_cancelled_results(new_run: NewRun) -> None:
