@@ -164,7 +164,8 @@ class _Round:
         self._announce(result)
 
     def submit(self, result: common_pb2.ToolResult) -> None:
-        """Queue a streamed result; it is persisted (with any others waiting) and then announced."""
+        """Queue a streamed result: persisted with any others waiting (the batch's last: by the
+        node's checkpoint), announced, and delivered to clients once stored."""
         self._pending.append(result)
         self._awaited -= 1
         if self._awaited <= 0:
@@ -265,8 +266,9 @@ async def tools(state: RunState, ctx: RunContext) -> Update:
     until Resume brings a decision), `screen` (per-step limits, rejections,
     the finish tool of a structured-output run, edited arguments, pre-acting
     hooks), `run_batch` (the rest in parallel, or one by one with
-    serial_tools, on the ToolService, each result persisted as it arrives, so
-    after a crash only unfinished calls run again), `close_unanswered` and
+    serial_tools, on the ToolService, each result persisted as it arrives or
+    with the node's checkpoint, so after a crash only calls without a stored
+    result run again), `close_unanswered` and
     `conclude` (seed 001's update_state_after_tool: the round's outcome sets
     the flow-guidance hint and loop detection may stop the run).
     """
