@@ -70,6 +70,18 @@ _RUN_COLUMNS = (
     " cancel_requested, checkpoint_count, last_sequence, created_at, updated_at, sequence_reserved"
 )
 
+
+def _pg_insert_tool_results(call_ids: str, data: str) -> str:
+    """The CTE body recording tool results (parameters `call_ids` text[] and `data` bytea[]) of the run
+    in `owned`: in the batch's order (`position`), the first write of a call id winning (a repeat
+    within the batch too, as DO NOTHING skips rows the same statement inserted)."""
+    return f"""INSERT INTO tool_results (run_id, tool_call_id, data)
+    SELECT owned.run_id, r.tool_call_id, r.data
+    FROM owned, unnest({call_ids}::text[], {data}::bytea[]) WITH ORDINALITY AS r(tool_call_id, data, ord)
+    ORDER BY r.ord
+    ON CONFLICT (run_id, tool_call_id) DO NOTHING"""
+
+
 PG_WRITE_CHECKPOINT = f"""
 WITH owned AS (
     UPDATE runs
@@ -104,11 +116,7 @@ WITH owned AS (
     FROM owned, unnest($11::bigint[], $12::bytea[]) AS e(sequence, data)
     ON CONFLICT (run_id, sequence) DO NOTHING
 ), new_tool_results AS (
-    INSERT INTO tool_results (run_id, tool_call_id, data)
-    SELECT owned.run_id, r.tool_call_id, r.data
-    FROM owned, unnest($14::text[], $15::bytea[]) WITH ORDINALITY AS r(tool_call_id, data, ord)
-    ORDER BY r.ord
-    ON CONFLICT (run_id, tool_call_id) DO NOTHING
+    {_pg_insert_tool_results("$14", "$15")}
 )
 SELECT {_RUN_COLUMNS} FROM owned
 """
@@ -125,19 +133,11 @@ WITH owned AS (
     WHERE run_id = $1::text AND owner = $2::text AND status = '{RUNNING}'
     RETURNING run_id
 ), recorded AS (
-    INSERT INTO tool_results (run_id, tool_call_id, data)
-    SELECT owned.run_id, r.tool_call_id, r.data
-    FROM owned, unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS r(tool_call_id, data, ord)
-    ORDER BY r.ord
-    ON CONFLICT (run_id, tool_call_id) DO NOTHING
+    {_pg_insert_tool_results("$5", "$6")}
 )
 SELECT count(*) FROM owned
 """
-"""$1 run_id, $2 owner, $3 lease_expires_at, $4 now, $5 tool call ids, $6 result data.
-
-ORDER BY keeps the batch's order in `position` (recording order); a call id
-repeated within the batch keeps its first copy, as DO NOTHING skips rows that
-conflict with rows the same statement inserted."""
+"""$1 run_id, $2 owner, $3 lease_expires_at, $4 now, $5 tool call ids, $6 result data."""
 
 _SQLITE_CLAIM_STEP = f"""
 UPDATE runs
