@@ -43,6 +43,13 @@ _MESSAGE_KEYS = frozenset(
         "index",
         "name",
         "tool_call_id",
+        # Annotations of the stream itself, not state of the answer: Groq's Harmony channel and
+        # built-in tool runs, Hugging Face's and vLLM's token ids. Strict servers refuse them back.
+        "channel",
+        "executed_tools",
+        "token_id",
+        "token_ids",
+        "logprobs",
         # reasoning_details carries reasoning text (surfaced) and encrypted reasoning the provider
         # wants back, so it is both read and kept.
     }
@@ -80,9 +87,15 @@ def _object(value: Any, what: str) -> dict[str, Any]:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {str: "a string", list: "an array", bool: "a boolean"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    names = {
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def arguments_text(value: Any) -> str:

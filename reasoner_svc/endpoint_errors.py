@@ -47,7 +47,7 @@ MODEL_ANSWER_MALFORMED = "MODEL_ANSWER_MALFORMED"
 
 _MAX_MESSAGE_CHARS = 1000
 _CONTEXT_WORDS = re.compile(
-    r"context[ _]length|context[ _]window|maximum context|prompt is too long|too many tokens|"
+    r"context[ _]length|context[ _]window|context limit|maximum context|prompt is too long|too many tokens|"
     r"input is too long|exceeds? the (?:model'?s? )?(?:maximum|context|token limit)|"
     r"reduce the length of the messages|input tokens exceed",
     re.IGNORECASE,
@@ -117,13 +117,22 @@ def _message_in(body: Any) -> str:
         for key in ("error", "message", "detail", "msg", "error_message", "title"):
             value = body.get(key)
             if isinstance(value, str) and value:
-                return _plain_text(value)
+                return _with_upstream(_plain_text(value), body)
             if isinstance(value, dict | list):
                 found = _message_in(value)
                 if found:
                     return found
         return json.dumps(body, ensure_ascii=False)[:_MAX_MESSAGE_CHARS]
     return str(body)
+
+
+def _with_upstream(message: str, body: dict[str, Any]) -> str:
+    """A gateway's generic message with the upstream provider's own words (OpenRouter's metadata.raw)."""
+    metadata = body.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw and raw not in message:
+        return f"{message}: {_plain_text(raw)}"
+    return message
 
 
 def _plain_text(text: str) -> str:
@@ -228,7 +237,8 @@ def status_failure(status: int, message: str, code: str, endpoint: str, wait_s: 
 def classify(exc: BaseException, endpoint: str) -> Failure:
     """The failure an exception from a model request stands for."""
     if isinstance(exc, EndpointError):
-        return status_failure(exc.status, exc.message, exc.code or _code_of(exc.body), endpoint, None)
+        message = provider_message(exc.body, exc.message)
+        return status_failure(exc.status, message, exc.code or _code_of(exc.body), endpoint, None)
     if isinstance(exc, openai.APITimeoutError) and not could_not_connect(exc):
         # The request's timeout is what is left of the step's: another request is tried only when
         # the endpoint gave up early, and the wait for it must fit in what is left.
@@ -250,7 +260,8 @@ def classify(exc: BaseException, endpoint: str) -> Failure:
     if isinstance(exc, openai.APIError):
         # An error the SDK found inside a stream (a chunk or event with an "error" object).
         found = endpoint_error(exc.body if exc.body is not None else exc.message)
-        return status_failure(found.status, found.message, found.code, endpoint, None)
+        message = provider_message(found.body, found.message)
+        return status_failure(found.status, message, found.code, endpoint, None)
     return Failure(
         Unavailable(f"model call to {endpoint} failed: {type(exc).__name__}: {exc}"), retryable=True
     )
