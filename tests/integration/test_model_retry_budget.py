@@ -152,3 +152,29 @@ async def test_the_budget_is_a_setting() -> None:
         assert model.request_count == 5
         body = json.dumps(model.requests[0])
         assert "stream" not in json.loads(body)
+
+
+async def _call(stub: reasoner_pb2_grpc.ReasonerStub, streamed: bool) -> None:
+    params = reasoner_pb2.CompletionParams(
+        messages=[common_pb2.Message(role=common_pb2.ROLE_USER, content="hi")]
+    )
+    if streamed:
+        async for _ in stub.StreamStep(reasoner_pb2.StreamStepRequest(params=params), timeout=30):
+            pass
+    else:
+        await stub.Step(reasoner_pb2.StepRequest(params=params), timeout=30)
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "unary"])
+async def test_an_answer_that_cannot_be_read_is_a_clear_error_and_not_retried(streamed: bool) -> None:
+    body = 'data: {"choices": "nope"}\n\n' if streamed else '{"choices": [{"message": {"content": 3}}]}'
+    kind = "text/event-stream" if streamed else "application/json"
+    recording = Recording(headers=(("content-type", kind),), body=body)
+    async for model, stub in _reasoner(_replaying(recording)):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await _call(stub, streamed)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        message = info.value.details() or ""
+        assert model.base_url in message
+        assert ("choices is a string" if streamed else "content is a number") in message
+        assert model.request_count == 1

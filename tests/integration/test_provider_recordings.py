@@ -202,6 +202,11 @@ async def test_gateway_runs_every_recorded_answer_and_sends_the_providers_fields
             thread_view = await stack.agent.GetThread(
                 agent_pb2.GetThreadRequest(thread_id=thread), timeout=10
             )
+            billed = thread_view.state.metadata.usage
+            assert (billed.cached_prompt_tokens, billed.reasoning_tokens) == (
+                expect["usage"]["cached_prompt_tokens"],
+                expect["usage"]["reasoning_tokens"],
+            ), fixture.name
             stored = next(m for m in thread_view.messages if m.role == common_pb2.ROLE_ASSISTANT)
             assert _calls(stored) == expect["tool_calls"], fixture.name
             assert (
