@@ -51,11 +51,6 @@ MODEL_BACKOFF = Backoff(base_s=0.5, max_s=8.0, jitter=0.5)
 _MAX_SERVER_WAIT_S = 20.0
 
 
-def map_openai_error(exc: Exception, base_url: str) -> AgentloopError:
-    """The typed error for an exception raised by a model request (see endpoint_errors.classify)."""
-    return classify(exc, base_url).error
-
-
 def _error_type(exc: BaseException) -> str:
     """The endpoint error's type name; a failed connection reported as a timeout is a connection error."""
     if isinstance(exc, openai.APITimeoutError) and could_not_connect(exc):
