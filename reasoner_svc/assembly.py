@@ -469,12 +469,8 @@ class AnswerReader:
             call = self._by_index.get(index)
             fresh = call is None or bool(named and call_id and call.id and call_id != call.id)
         if fresh or call is None:
-            known = next((c for c in self.calls if call_id and c.id == call_id), None)
-            if known is not None:
-                call = known
-            else:
-                call = _Call(index=index)
-                self.calls.append(call)
+            call = _Call(index=index)
+            self.calls.append(call)
             if index is not None:
                 self._by_index[index] = call
         if call_id and not call.id:

@@ -119,6 +119,15 @@ def test_calls_without_index_are_told_apart_by_their_names_and_ids() -> None:
     ]
 
 
+def test_calls_at_different_indices_stay_apart_even_with_the_same_id() -> None:
+    reader = _result(_call(0, "dup", "f", "{}"), _call(1, "dup", "f", '{"a": 1}'), _call(2, "", "g", "{}"))
+    assert [(c["id"], c["arguments_json"]) for c in _calls(reader)] == [
+        ("dup", "{}"),
+        ("dup", '{"a": 1}'),
+        ("call_2", "{}"),
+    ]
+
+
 def test_a_new_id_without_a_name_continues_the_same_call() -> None:
     reader = _result(_call(0, "a", "f", '{"x"'), _call(0, "a-renamed", None, ": 1}"))
     assert _calls(reader) == [{"id": "a", "name": "f", "arguments_json": '{"x": 1}'}]
