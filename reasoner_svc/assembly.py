@@ -54,6 +54,8 @@ _MESSAGE_KEYS = frozenset(
         # wants back, so it is both read and kept.
     }
 )
+_PLAIN_DELTA = frozenset({"role", "content", "reasoning_content", "reasoning", "refusal"})
+"""A delta with only these keys, text or null in them (refusal null), takes the short path."""
 _TEXT_PARTS = frozenset({"text", "output_text"})
 _REASONING_PARTS = frozenset({"thinking", "reasoning", "reasoning_text"})
 
@@ -374,38 +376,60 @@ class AnswerReader:
             raise MalformedAnswer(
                 f"{self.endpoint} sent a stream event that is {_kind(chunk)}, not a JSON object"
             )
-        error = error_in(chunk)
-        if error is not None:
-            raise error
-        usage = _usage_of(chunk)
-        if usage is not None:
-            self.usage = usage
-        if isinstance(chunk.get("model"), str) and chunk["model"]:
-            self.model = chunk["model"]
+        # Checked by key first: a step folds hundreds of chunks, nearly all of them plain text.
+        if "error" in chunk or chunk.get("object") == "error":
+            error = error_in(chunk)
+            if error is not None:
+                raise error
+        if chunk.get("usage") is not None or "x_groq" in chunk:
+            usage = _usage_of(chunk)
+            if usage is not None:
+                self.usage = usage
+        model = chunk.get("model")
+        if model and isinstance(model, str):
+            self.model = model
         choices = chunk.get("choices")
-        if choices is None:
-            choices = []
+        if not choices:
+            return "", ""
         if not isinstance(choices, list):
             raise MalformedAnswer(
                 f"{self.endpoint} sent a chunk whose choices is {_kind(choices)}, not an array"
             )
-        reasoning: list[str] = []
-        content: list[str] = []
+        reasoning = content = ""
         for position, choice in enumerate(choices):
-            choice = _object(choice, f"{self.endpoint}'s chunk choices[{position}]")
-            if choice.get("index", 0) not in (0, None):
-                continue  # another candidate (n > 1): the step answers with the first
-            delta = choice.get("delta")
-            if delta is None:
-                delta = choice.get("message") or {}  # a few servers stream whole messages
-            delta = _object(delta, f"{self.endpoint}'s chunk choices[{position}].delta")
-            thought, text = self._fold(delta, f"choices[{position}].delta")
-            reasoning.append(thought)
-            content.append(text)
-            finish = choice.get("finish_reason")
-            if isinstance(finish, str) and finish:
-                self.finish_reason = finish
-        return self._emit("".join(reasoning), "".join(content))
+            thought, text = self._fold_choice(choice, position)
+            reasoning += thought
+            content += text
+        return self._emit(reasoning, content)
+
+    def _fold_choice(self, choice: Any, position: int) -> tuple[str, str]:
+        """One streamed choice's (reasoning, content); its finish reason, usage and calls folded in."""
+        if not isinstance(choice, dict):
+            raise MalformedAnswer(
+                f"{self.endpoint}'s chunk choices[{position}] is {_kind(choice)}, not a JSON object"
+            )
+        if choice.get("index", 0) not in (0, None):
+            return "", ""  # another candidate (n > 1): the step answers with the first
+        finish = choice.get("finish_reason")
+        if finish == "error":
+            raise error_in({"choices": [choice]}) or EndpointError(
+                "the endpoint ended the answer with an error"
+            )
+        if choice.get("usage") is not None:
+            usage = usage_from_openai(choice["usage"])
+            if usage is not None:
+                self.usage = usage
+        delta = choice.get("delta")
+        if delta is None:
+            delta = choice.get("message") or {}  # a few servers stream whole messages
+        if not isinstance(delta, dict):
+            raise MalformedAnswer(
+                f"{self.endpoint}'s chunk choices[{position}].delta is {_kind(delta)}, not a JSON object"
+            )
+        folded = self._fold(delta, "choices[0].delta" if position == 0 else f"choices[{position}].delta")
+        if finish and isinstance(finish, str):
+            self.finish_reason = finish
+        return folded
 
     def finish(self) -> tuple[str, str]:
         """The (reasoning, content) text held back at the end (a partial think tag); call once, last."""
@@ -424,11 +448,21 @@ class AnswerReader:
             self.reasoning.append(reasoning)
         if content:
             self.content.append(content)
-        self.size += len(reasoning.encode()) + len(content.encode())
+        if reasoning:
+            self.size += len(reasoning.encode())
+        if content:
+            self.size += len(content.encode())
         return reasoning, content
 
     def _fold(self, delta: dict[str, Any], what: str) -> tuple[str, str]:
         """One delta's reasoning and text; its tool calls and provider fields are folded in."""
+        if delta.keys() <= _PLAIN_DELTA:
+            # The common delta: text or reasoning, nothing else to fold.
+            text = delta.get("content")
+            thought = delta.get("reasoning_content") or delta.get("reasoning")
+            plain = delta.get("refusal") is None and (text is None or isinstance(text, str))
+            if plain and (thought is None or isinstance(thought, str)):
+                return thought or "", text or ""
         thought, text = split_content(delta.get("content"), f"{self.endpoint}'s {what}")
         thought = reasoning_of(delta) + thought
         refusal = delta.get("refusal")
@@ -443,10 +477,11 @@ class AnswerReader:
         legacy = delta.get("function_call")
         if isinstance(legacy, dict):
             self._fold_call({"function": legacy}, 0)
-        extra = _extras(delta, _MESSAGE_KEYS)
-        if extra:
-            self._count_extra(extra)
-            _merge_extra(self.extra, extra)
+        if delta.keys() - _MESSAGE_KEYS:
+            extra = _extras(delta, _MESSAGE_KEYS)
+            if extra:
+                self._count_extra(extra)
+                _merge_extra(self.extra, extra)
         return thought, text
 
     def _fold_call(self, delta: dict[str, Any], position: int) -> None:
