@@ -18,12 +18,12 @@ import pytest
 from google.rpc import error_details_pb2
 
 from agentloop.errors import status_from_metadata
-from agentloop.scripted_model import Scenario, Script, ScriptedModelServer, Turn
+from agentloop.scripted_model import Recording, Scenario, Script, ScriptedModelServer, Turn
 from agentloop.settings import ReasonerSettings
 from agentloop.testing import final_of, running_stack
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.service import create_server
-from tests.support.recordings import Fixture, answers, failures, fixtures
+from tests.support.recordings import Fixture, answers, calls_of, failures, fixtures
 
 pytestmark = pytest.mark.integration
 
@@ -81,16 +81,6 @@ async def _step(model: Model, fixture: Fixture) -> reasoner_pb2.StepResult:
     return result
 
 
-def _calls(message: common_pb2.Message) -> list[dict[str, Any]]:
-    out = []
-    for call in message.tool_calls:
-        item: dict[str, Any] = {"id": call.id, "name": call.name, "arguments_json": call.arguments_json}
-        if call.provider_fields_json:
-            item["provider_fields"] = json.loads(call.provider_fields_json)
-        out.append(item)
-    return out
-
-
 @pytest.mark.parametrize("fixture", answers(), ids=lambda f: f.name)
 async def test_reasoner_reads_each_recorded_answer_exactly(fixture: Fixture) -> None:
     async for model in _reasoner([fixture], fixture.think_tags):
@@ -98,7 +88,7 @@ async def test_reasoner_reads_each_recorded_answer_exactly(fixture: Fixture) -> 
         expect = fixture.expect
         assert result.message.content == expect["content"]
         assert result.message.reasoning_content == expect["reasoning"]
-        assert _calls(result.message) == expect["tool_calls"]
+        assert calls_of(result.message) == expect["tool_calls"]
         assert (result.finish_reason, result.model) == (expect["finish_reason"], expect["model"])
         assert {k: getattr(result.usage, k) for k in expect["usage"]} == expect["usage"]
         fields = result.message.provider_fields_json
@@ -208,7 +198,7 @@ async def test_gateway_runs_every_recorded_answer_and_sends_the_providers_fields
                 expect["usage"]["reasoning_tokens"],
             ), fixture.name
             stored = next(m for m in thread_view.messages if m.role == common_pb2.ROLE_ASSISTANT)
-            assert _calls(stored) == expect["tool_calls"], fixture.name
+            assert calls_of(stored) == expect["tool_calls"], fixture.name
             assert (
                 json.loads(stored.provider_fields_json) if stored.provider_fields_json else None
             ) == expect.get("provider_fields"), fixture.name
@@ -219,3 +209,49 @@ def test_the_corpus_spans_enough_servers_and_shapes() -> None:
     assert len(answers()) >= 20
     assert len({f.entry["provider"].split(" (")[0] for f in every}) >= 10
     assert all(f.entry["source"].get("url") or f.entry["source"].get("commit") for f in every)
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "qwen2.5-coder:7b"}
+    return (
+        "data: "
+        + json.dumps({**body, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        + "\n\n"
+    )
+
+
+def _piece(call_id: str | None, name: str | None, arguments: str) -> dict[str, Any]:
+    call: dict[str, Any] = {"index": 0, "function": {"arguments": arguments}}
+    if call_id:
+        call.update(id=call_id, type="function")
+        call["function"]["name"] = name
+    return {"tool_calls": [call]}
+
+
+# Parallel calls that all come at index 0, told apart by their ids, arguments in pieces: the shape
+# ollama/ollama#15457 reports for Ollama 0.20 (written for this test, not a recording).
+REUSED_INDEX = Recording(
+    headers=(("content-type", "text/event-stream"),),
+    body=_chunk(_piece("call_a", "calculator", '{"expression": '))
+    + _chunk(_piece(None, None, '"6 * 7"}'))
+    + _chunk(_piece("call_b", "calculator", '{"expression": '))
+    + _chunk(_piece(None, None, '"2 + 2"}'))
+    + _chunk({}, "tool_calls")
+    + "data: [DONE]\n\n",
+)
+
+
+async def test_parallel_calls_sent_at_one_index_both_run() -> None:
+    script = Script(
+        scenarios=(
+            Scenario(match="", turns=(Turn(replay=REUSED_INDEX), Turn(content="{{tool:calculator}}"))),
+        )
+    )
+    async with running_stack(script) as stack:
+        events = await stack.run("Compute both.")
+    ended = [e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"]
+    assert sorted((r.tool_call_id, r.content, r.is_error) for r in ended) == [
+        ("call_a", "42", False),
+        ("call_b", "4", False),
+    ]
+    assert final_of(events).metadata.tool_calls == 2

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloop.scripted_model import Recording
+from agentloop.v1 import common_pb2
 
 DIRECTORY = Path(__file__).resolve().parent.parent / "fixtures" / "providers"
 
@@ -67,3 +68,14 @@ def answers() -> list[Fixture]:
 def failures() -> list[Fixture]:
     """The recordings of errors (an HTTP error status, or an error inside a stream)."""
     return [f for f in fixtures() if f.expect_error is not None]
+
+
+def calls_of(message: common_pb2.Message) -> list[dict[str, Any]]:
+    """A message's tool calls in the manifest's ``expect`` form (provider fields parsed)."""
+    out = []
+    for call in message.tool_calls:
+        item: dict[str, Any] = {"id": call.id, "name": call.name, "arguments_json": call.arguments_json}
+        if call.provider_fields_json:
+            item["provider_fields"] = json.loads(call.provider_fields_json)
+        out.append(item)
+    return out

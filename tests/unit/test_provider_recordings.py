@@ -13,7 +13,7 @@ import pytest
 
 from reasoner_svc.assembly import AnswerReader, EndpointError, MalformedAnswer, result_from_completion
 from reasoner_svc.think_tags import ThinkMode
-from tests.support.recordings import Fixture, answers, failures
+from tests.support.recordings import Fixture, answers, calls_of, failures
 
 
 def _read(fixture: Fixture) -> AnswerReader:
@@ -28,13 +28,7 @@ def _read(fixture: Fixture) -> AnswerReader:
 
 
 def _calls(reader: AnswerReader) -> list[dict[str, Any]]:
-    out = []
-    for call in reader.result().message.tool_calls:
-        item: dict[str, Any] = {"id": call.id, "name": call.name, "arguments_json": call.arguments_json}
-        if call.provider_fields_json:
-            item["provider_fields"] = json.loads(call.provider_fields_json)
-        out.append(item)
-    return out
+    return calls_of(reader.result().message)
 
 
 @pytest.mark.parametrize("fixture", answers(), ids=lambda f: f.name)
