@@ -229,7 +229,7 @@ def _piece(call_id: str | None, name: str | None, arguments: str) -> dict[str, A
 
 
 # Parallel calls that all come at index 0, told apart by their ids, arguments in pieces: the shape
-# ollama/ollama#15457 reports for Ollama 0.20 (written for this test, not a recording).
+# reported for Ollama 0.20 (written for this test, not a recording).
 REUSED_INDEX = Recording(
     headers=(("content-type", "text/event-stream"),),
     body=_chunk(_piece("call_a", "calculator", '{"expression": '))
