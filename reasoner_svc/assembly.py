@@ -14,7 +14,7 @@ The chat-completions wire format is loose in practice, and each server bends it 
 
 This module folds any of them into one ``StepResult``. What it cannot understand raises
 `MalformedAnswer`, whose message says what was wrong, never a bare exception; an error object
-inside a stream raises `EndpointError` (agentloop/reasoner_svc/endpoint_errors.py maps both to a status).
+inside a stream raises `EndpointError` (reasoner_svc.endpoint_errors maps both to a status).
 """
 
 from __future__ import annotations
@@ -321,7 +321,7 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def proto(self, position: int, fallback_id: str) -> common_pb2.ToolCall:
+    def proto(self, fallback_id: str) -> common_pb2.ToolCall:
         return common_pb2.ToolCall(
             id=self.id or fallback_id,
             name=self.name,
@@ -473,10 +473,10 @@ class AnswerReader:
             if not isinstance(calls, list):
                 raise MalformedAnswer(f"{self.endpoint}'s {what}.tool_calls is {_kind(calls)}, not an array")
             for position, call in enumerate(calls):
-                self._fold_call(_object(call, f"{self.endpoint}'s {what}.tool_calls[{position}]"), position)
+                self._fold_call(_object(call, f"{self.endpoint}'s {what}.tool_calls[{position}]"))
         legacy = delta.get("function_call")
         if isinstance(legacy, dict):
-            self._fold_call({"function": legacy}, 0)
+            self._fold_call({"function": legacy})
         if delta.keys() - _MESSAGE_KEYS:
             extra = _extras(delta, _MESSAGE_KEYS)
             if extra:
@@ -484,7 +484,7 @@ class AnswerReader:
                 _merge_extra(self.extra, extra)
         return thought, text
 
-    def _fold_call(self, delta: dict[str, Any], position: int) -> None:
+    def _fold_call(self, delta: dict[str, Any]) -> None:
         """Merge one tool-call delta into its call (see the class docstring for how it is found)."""
         index = delta.get("index")
         call_id = delta.get("id") if isinstance(delta.get("id"), str) else ""
@@ -570,7 +570,7 @@ class AnswerReader:
         ordered = self.calls
         if all(isinstance(call.index, int) for call in ordered):
             ordered = sorted(ordered, key=lambda call: int(call.index))
-        calls = [call.proto(i, f"call_{i}") for i, call in enumerate(ordered)]
+        calls = [call.proto(f"call_{i}") for i, call in enumerate(ordered)]
         finish = self.finish_reason or ("tool_calls" if calls else "stop")
         return reasoner_pb2.StepResult(
             message=common_pb2.Message(
