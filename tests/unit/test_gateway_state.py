@@ -145,6 +145,26 @@ def test_new_turn_orders_history_then_question() -> None:
             ),
             "history[1]",
         ),
+        (
+            agent_pb2.RunRequest(
+                input="q",
+                history=[common_pb2.Message(role=common_pb2.ROLE_ASSISTANT, provider_fields_json="[1]")],
+            ),
+            "history[0].provider_fields_json",
+        ),
+        (
+            agent_pb2.RunRequest(
+                input="q",
+                history=[
+                    common_pb2.Message(
+                        role=common_pb2.ROLE_ASSISTANT,
+                        tool_calls=[common_pb2.ToolCall(id="c", name="f", provider_fields_json="{")],
+                    ),
+                    common_pb2.Message(role=common_pb2.ROLE_TOOL, tool_call_id="c"),
+                ],
+            ),
+            "history[0].tool_calls[0].provider_fields_json",
+        ),
     ],
 )
 def test_new_turn_rejects_bad_history(request_: agent_pb2.RunRequest, field: str) -> None:
