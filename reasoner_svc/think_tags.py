@@ -41,14 +41,14 @@ def _held(text: str, tag: str) -> int:
 class ThinkSplitter:
     """Splits streamed content into (reasoning, answer) pieces at think tags, across chunk borders.
 
-    Whitespace right after a tag (the newlines models put there) is dropped, so the answer and the
-    reasoning start with their first word.
+    Whitespace at the start and right after a tag (the newlines models put there) is dropped, so
+    the answer and the reasoning start with their first word.
     """
 
     def __init__(self, mode: ThinkMode) -> None:
         self._thinking = mode is ThinkMode.OPEN
         self._pending = ""
-        self._trim = mode is ThinkMode.OPEN
+        self._trim = True  # models put newlines before their first tag too
 
     def feed(self, text: str) -> tuple[str, str]:
         """The reasoning and answer text that `text` completes; a possible partial tag is held back."""

@@ -161,7 +161,7 @@ def test_reasoning_details_text_is_surfaced_when_no_reasoning_field_came() -> No
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 64])
 def test_think_tags_are_split_out_however_the_stream_cuts_them(size: int) -> None:
-    text = "<think>\nStep one.</think>\n\nThe answer is <b>4</b>."
+    text = "\n<think>\nStep one.</think>\n\nThe answer is <b>4</b>."
     chunks = [_chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
     result = _result(*chunks, think=ThinkMode.TAGS).result()
     assert (result.message.reasoning_content, result.message.content) == (
