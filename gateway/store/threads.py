@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, literal, null, select, update
+from datetime import datetime
+
+from sqlalchemy import and_, func, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentloop.errors import AlreadyExists, NotFound
@@ -82,14 +84,21 @@ class ThreadQueries(SqlBase):
             raise AlreadyExists(f"thread {new_thread_id} already exists") from None
         return thread_row(row)
 
-    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
+    async def list_threads(
+        self, user_id: str, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[ThreadRow]:
+        th = t.threads.c
         stmt = (
             select(t.threads)
-            .where(t.threads.c.user_id == user_id)
-            .order_by(t.threads.c.updated_at.desc(), t.threads.c.thread_id.desc())
-            .offset(offset)
+            .where(th.user_id == user_id)
+            .order_by(th.updated_at.desc(), th.thread_id.desc())
             .limit(limit)
         )
+        if after is not None:
+            updated_at, key = after[0], thread_key(user_id, after[1])
+            stmt = stmt.where(
+                or_(th.updated_at < updated_at, and_(th.updated_at == updated_at, th.thread_id < key))
+            )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [thread_row(row) for row in rows]
