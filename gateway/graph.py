@@ -88,7 +88,7 @@ _FINAL_STATUS: dict[StopReason | None, RunStatus] = {StopReason.CANCELLED: RunSt
 
 
 def final_event(state: RunState) -> agent_pb2.RunFinal:
-    """The outcome of a finished run: what this run added, never the whole thread, within 3 MiB.
+    """The outcome of a finished run: what this run added, never the whole thread, within 3.5 MiB.
 
     A run whose answer or messages are bigger is cut (`gateway.paging.bounded_final`, flags set):
     a client with gRPC's default 4 MiB receive limit reads every event; GetThread has the rest.

@@ -39,11 +39,12 @@ if TYPE_CHECKING:
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
-RESPONSE_BYTES = 3 * 1024 * 1024
-"""Most bytes a paged response (or any response built to a budget) holds: under the 4 MiB default
-receive limit of gRPC clients, with room for the message framing and the response's other fields."""
-REPLY_BYTES = 1024 * 1024
-"""Most bytes of a reply a run's final event or a RunInfo carries; the rest is in the thread."""
+RESPONSE_BYTES = 3584 * 1024
+"""Most bytes a paged response (or any response built to a budget) holds: 3.5 MiB, under the 4 MiB
+default receive limit of gRPC clients with room for framing and small fields counted loosely."""
+REPLY_BYTES = 512 * 1024
+"""Most bytes of a run's reply GetThread's state carries: the whole reply is also the last
+assistant message of the page(s) beside it."""
 PREVIEW_CHARS = 1000
 """Characters of a run's reply that ListRuns shows (RunInfo.final_reply_truncated says when cut)."""
 MAX_TOKEN_CHARS = 2048
@@ -149,20 +150,22 @@ def cut_text(text: str, max_bytes: int) -> str:
 
 
 def bounded_final(final: agent_pb2.RunFinal) -> agent_pb2.RunFinal:
-    """`final`, cut to fit RESPONSE_BYTES with room to spare: the reply to REPLY_BYTES, then messages.
+    """`final` within RESPONSE_BYTES: the reply whole if it fits alone, then the messages that fit.
 
     run_messages keeps the first messages of the run that fit, in order; the
     flags say what was cut. The thread holds everything (GetThread).
     """
-    if final.ByteSize() <= RESPONSE_BYTES - REPLY_BYTES:
+    if final.ByteSize() <= RESPONSE_BYTES:
         return final
     bounded = agent_pb2.RunFinal()
     bounded.CopyFrom(final)
-    if len(final.final_reply.encode()) > REPLY_BYTES:
-        bounded.final_reply = cut_text(final.final_reply, REPLY_BYTES)
-        bounded.final_reply_truncated = True
     del bounded.run_messages[:]
-    budget = Budget(RESPONSE_BYTES - REPLY_BYTES - bounded.ByteSize())
+    excess = bounded.ByteSize() + 64 - RESPONSE_BYTES
+    if excess > 0:
+        reply = final.final_reply
+        bounded.final_reply = cut_text(reply, max(0, len(reply.encode()) - excess))
+        bounded.final_reply_truncated = True
+    budget = Budget(RESPONSE_BYTES - bounded.ByteSize())
     for message in final.run_messages:
         if not budget.take(message.ByteSize()):
             bounded.run_messages_truncated = True

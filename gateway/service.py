@@ -264,11 +264,12 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
             bounded_reply(response.state)
         budget = Budget(RESPONSE_BYTES - response.ByteSize())
-        next_position = await self._message_page(
+        index, content_at, reasoning_at = await self._message_page(
             response, thread, min(total, start + size), (start, content_at, reasoning_at), budget
         )
-        if next_position is not None:
-            response.next_page_token = (await self._tokens()).issue("GetThread", binding, next_position)
+        if index < total:
+            after: Position = [index, content_at, reasoning_at]
+            response.next_page_token = (await self._tokens()).issue("GetThread", binding, after)
         return response
 
     async def _message_page(
@@ -278,13 +279,13 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         end: int,
         at: tuple[int, int, int],
         budget: Budget,
-    ) -> Position | None:
+    ) -> tuple[int, int, int]:
         """Fill `response.messages` from position `at` up to message `end` within `budget`.
 
         Messages come whole; a page ends before one that does not fit in what
         is left. Only a message too big for any page (the page's first) is
         cut, and continues on the next page. Returns where the next page
-        starts; None after the last message.
+        starts: (message index, content offset, reasoning offset).
         """
         index, content_at, reasoning_at = at
         response.first_message_continued = bool(content_at or reasoning_at)
@@ -292,26 +293,26 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             batch = await self.manager.store.thread_messages(
                 thread.thread_id, min(_MESSAGE_BATCH, end - index), user_id=thread.user_id, offset=index
             )
-            if not batch:
-                return None
+            if not batch:  # fewer messages than counted: nothing more to read
+                return end, 0, 0
             for message in batch:
                 if response.messages:  # later messages come whole, or on the next page
                     if not budget.take(message.ByteSize()):
-                        return [index, 0, 0]
+                        return index, 0, 0
                     response.messages.append(message)
                     index += 1
                     continue
                 part = message_part(message, content_at, reasoning_at, max(budget.left, RESPONSE_BYTES // 2))
-                if part is None:  # no room at all (a state of several MiB): the next page has it
-                    return [index, content_at, reasoning_at]
-                piece, content_at, reasoning_at = part
+                # None: its tool calls alone fill a page (a gateway whose argument limit allows
+                # that); it goes whole rather than never.
+                piece, content_at, reasoning_at = part or (message, -1, -1)
                 budget.take(piece.ByteSize(), first=True)
                 response.messages.append(piece)
                 if content_at >= 0:
                     response.last_message_continues = True
-                    return [index, content_at, reasoning_at]
+                    return index, content_at, reasoning_at
                 index, content_at, reasoning_at = index + 1, 0, 0
-        return None
+        return index, 0, 0
 
     async def _thread_checkpoint(self, checkpoint_id: str, thread: ThreadRow) -> tuple[RunRow, CheckpointRow]:
         """The run and checkpoint `checkpoint_id` names in `thread`; NOT_FOUND when it is not there."""

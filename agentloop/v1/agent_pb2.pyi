@@ -1127,8 +1127,8 @@ class RunInfo(_message.Message):
     """The step limit of the run."""
     final_reply: _builtins.str
     """The reply, once the run ended. In ListRuns a preview of its first
-    1,000 characters; elsewhere cut only to keep the response under 4 MiB.
-    final_reply_truncated says so.
+    1,000 characters; in GetThread its first 512 KiB. final_reply_truncated
+    says when it was cut.
     """
     next_node: _builtins.str
     """Node the run will execute next ("" once it ended)."""
@@ -1250,7 +1250,7 @@ class GetThreadRequest(_message.Message):
     """Read the state as of this checkpoint instead of the latest. Optional."""
     page_size: _builtins.int
     """Messages per page in [1, 1000]; 0 means 100. A page also ends early
-    once the response would pass 3 MiB, so it fits the 4 MiB default receive
+    once the response would pass 3.5 MiB, so it fits the 4 MiB default receive
     limit of gRPC clients; a message too big for one page is cut and
     continued on the next (first_message_continued).
     """
@@ -1369,7 +1369,7 @@ class ListCheckpointsRequest(_message.Message):
     """Only this run's checkpoints. Optional."""
     page_size: _builtins.int
     """Page size in [1, 1000]; 0 means 100. A page also ends early once the
-    response would pass 3 MiB (under the 4 MiB default receive limit of gRPC
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
     clients).
     """
     page_token: _builtins.str
@@ -1698,7 +1698,7 @@ class ListMemoriesRequest(_message.Message):
     """Whose memories."""
     page_size: _builtins.int
     """Page size in [1, 1000]; 0 means 100. A page also ends early once the
-    response would pass 3 MiB (under the 4 MiB default receive limit of gRPC
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
     clients).
     """
     page_token: _builtins.str
@@ -1806,7 +1806,7 @@ class ListThreadsRequest(_message.Message):
     """The caller."""
     page_size: _builtins.int
     """Page size in [1, 1000]; 0 means 100. A page also ends early once the
-    response would pass 3 MiB (under the 4 MiB default receive limit of gRPC
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
     clients).
     """
     page_token: _builtins.str
@@ -1926,7 +1926,7 @@ class ListRunsRequest(_message.Message):
     """The caller; must own the thread."""
     page_size: _builtins.int
     """Page size in [1, 1000]; 0 means 100. A page also ends early once the
-    response would pass 3 MiB (under the 4 MiB default receive limit of gRPC
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
     clients).
     """
     page_token: _builtins.str
