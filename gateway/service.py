@@ -28,6 +28,7 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from gateway.clients import Dependencies
 from gateway.events import status_code
+from gateway.forking import fork
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
 from gateway.paging import (
@@ -497,11 +498,11 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         thread = await self.manager.store.get_thread(request.thread_id, user_id=request.user_id)
         assert thread is not None
         _, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)
-        forked = await self.manager.store.fork_thread(
-            thread.thread_id,
+        forked = await fork(
+            self.manager.store,
+            thread,
             request.new_thread_id or uuid.uuid4().hex,
             checkpoint.record.message_count,
-            user_id=thread.user_id,
         )
         return agent_pb2.ForkThreadResponse(thread_id=forked.thread_id, message_count=forked.message_count)
 

@@ -2026,7 +2026,9 @@ class ForkThreadResponse(_message.Message):
     thread_id: _builtins.str
     """The new thread; run on it with RunRequest.thread_id."""
     message_count: _builtins.int
-    """Messages copied into it: the conversation as of the checkpoint."""
+    """Messages in it: the conversation as of the checkpoint, plus one error
+    tool result per tool call still open there.
+    """
     def __init__(
         self,
         *,

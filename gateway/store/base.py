@@ -271,8 +271,20 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+    async def fork_thread(
+        self,
+        thread_id: str,
+        new_thread_id: str,
+        upto: int,
+        *,
+        user_id: str,
+        closing: Sequence[common_pb2.Message] = (),
+    ) -> ThreadRow:
         """Copy the first `upto` messages of the user's thread into a new thread `new_thread_id`, atomically.
+
+        `closing` messages are appended to the copy in the same transaction
+        (the results that close tool calls the copy leaves open, see
+        `gateway.forking`).
 
         The copy has no runs and shares nothing with the original. Raises
         NotFound for an unknown thread and AlreadyExists when `new_thread_id`

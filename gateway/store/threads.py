@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import and_, func, literal, null, or_, select, update
@@ -54,7 +55,15 @@ class ThreadQueries(SqlBase):
             rows = (await conn.execute(stmt)).scalars().all()
         return [common_pb2.Message.FromString(data) for data in rows]
 
-    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+    async def fork_thread(
+        self,
+        thread_id: str,
+        new_thread_id: str,
+        upto: int,
+        *,
+        user_id: str,
+        closing: Sequence[common_pb2.Message] = (),
+    ) -> ThreadRow:
         now = utc_now()
         source, key = thread_key(user_id, thread_id), thread_key(user_id, new_thread_id)
         threads, messages = t.threads, t.messages
@@ -75,6 +84,21 @@ class ThreadQueries(SqlBase):
                 await conn.execute(
                     messages.insert().from_select(["thread_id", "idx", "run_id", "data"], copied)
                 )
+                if closing:
+                    base = select(func.count()).where(messages.c.thread_id == key)
+                    first = (await conn.execute(base)).scalar_one()
+                    await conn.execute(
+                        messages.insert(),
+                        [
+                            {
+                                "thread_id": key,
+                                "idx": first + i,
+                                "run_id": None,
+                                "data": m.SerializeToString(),
+                            }
+                            for i, m in enumerate(closing)
+                        ],
+                    )
                 count = select(func.count()).where(messages.c.thread_id == key).scalar_subquery()
                 await conn.execute(
                     update(threads).where(threads.c.thread_id == key).values(message_count=count)
