@@ -24,9 +24,13 @@ StreamBehavior = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
 def wrap_handler(
     handler: grpc.RpcMethodHandler,
     unary: Callable[[UnaryBehavior], UnaryBehavior],
-    stream: Callable[[StreamBehavior], StreamBehavior],
+    stream: Callable[[StreamBehavior], StreamBehavior | UnaryBehavior],
 ) -> grpc.RpcMethodHandler:
-    """The handler with its behaviour wrapped by `unary` or `stream`; other kinds are returned unchanged."""
+    """The handler with its behaviour wrapped by `unary` or `stream`; other kinds are returned unchanged.
+
+    `stream` may turn a streaming behaviour into a coroutine that writes its
+    items with `context.write`; grpc serves either form.
+    """
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
             unary(handler.unary_unary),
@@ -57,7 +61,14 @@ def wrap_around(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMetho
     """The handler with every call run inside ``around(context)``, unary and streaming alike.
 
     A streaming call stays inside until its last item is sent (or the client
-    goes away), so what `around` records covers the whole stream.
+    goes away), so what `around` records covers the whole stream. It is served
+    by a coroutine that writes each item (`context.write`) rather than by an
+    async generator: a generator that grpc stops iterating (the client hung up
+    while an item was being sent) is closed later by the event loop's
+    finalizer, in another task and another `contextvars.Context`, where
+    `around` could neither reset what it set nor tell a hang-up from a crash.
+    The coroutine ends in the call's own task whatever happens, and closes the
+    inner stream there too.
     """
 
     def unary(behavior: UnaryBehavior) -> UnaryBehavior:
@@ -67,11 +78,11 @@ def wrap_around(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMetho
 
         return wrapper
 
-    def stream(behavior: StreamBehavior) -> StreamBehavior:
-        async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            async with around(context):
-                async for item in behavior(request, context):
-                    yield item
+    def stream(behavior: StreamBehavior) -> UnaryBehavior:
+        async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> None:
+            async with around(context), contextlib.aclosing(behavior(request, context)) as items:
+                async for item in items:
+                    await context.write(item)
 
         return wrapper
 
