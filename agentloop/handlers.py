@@ -12,7 +12,7 @@ import abc
 import contextlib
 import functools
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
@@ -80,9 +80,14 @@ def wrap_around(handler: grpc.RpcMethodHandler, around: Around) -> grpc.RpcMetho
 
     def stream(behavior: StreamBehavior) -> UnaryBehavior:
         async def wrapper(request: Any, context: grpc.aio.ServicerContext) -> None:
-            async with around(context), contextlib.aclosing(behavior(request, context)) as items:
-                async for item in items:
-                    await context.write(item)
+            async with around(context):
+                items = behavior(request, context)
+                try:
+                    async for item in items:
+                        await context.write(item)
+                finally:
+                    if isinstance(items, AsyncGenerator):
+                        await items.aclose()
 
         return wrapper
 
