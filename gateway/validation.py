@@ -101,20 +101,20 @@ def _context_budget(options: agent_pb2.RunOptions, settings: GatewaySettings) ->
 
 
 def _check_options(options: agent_pb2.RunOptions) -> None:
-    """The options' own ranges and enums, each refusal naming its field."""
+    """The options' own ranges, each refusal naming its field.
+
+    Unknown enum values and malformed Durations never get here: every
+    server refuses them when the request arrives (agentloop.request_checks).
+    """
     if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
         raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
     timeout = seconds(options.tool_timeout)
     if not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
         raise InvalidArgument("options.tool_timeout", f"must be between 0s and {MAX_TOOL_TIMEOUT_S:g}s")
-    if options.stream_mode not in agent_pb2.StreamMode.values():
-        raise InvalidArgument("options.stream_mode", f"unknown value {options.stream_mode}")
     if options.HasField("temperature"):
         temperature = options.temperature
         if math.isnan(temperature) or not 0.0 <= temperature <= 2.0:
             raise InvalidArgument("options.temperature", "must be between 0 and 2")
-    if options.concurrency not in agent_pb2.ConcurrencyPolicy.values():
-        raise InvalidArgument("options.concurrency", f"unknown value {options.concurrency}")
     for field in ("tools", "require_approval"):
         for i, name in enumerate(getattr(options, field)):
             if not name:
