@@ -10,16 +10,20 @@ path, the way a client in any language reads it (status details included).
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any
 
 import grpc
 import pytest
+from google.api import field_behavior_pb2
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from agentloop.scripted_model import Script
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2, tools_pb2
+from tests.support.scripts import ADD_SCENARIO
 from tests.support.stack import Stack, start_stack
 
 pytestmark = pytest.mark.integration
@@ -27,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def stack() -> AsyncIterator[Stack]:
-    stack = await start_stack()
+    stack = await start_stack(Script(scenarios=(ADD_SCENARIO,)))
     try:
         yield stack
     finally:
@@ -139,3 +143,111 @@ async def drained(call: Any) -> list[Any]:
 
 def fields(message: Message) -> dict[str, Any]:
     return {f.name: v for f, v in message.ListFields()}
+
+
+# --- fields the contract marks REQUIRED ------------------------------------------------------------
+
+
+def required(field: FieldDescriptor) -> bool:
+    behaviors = field.GetOptions().Extensions[field_behavior_pb2.field_behavior]
+    return field_behavior_pb2.REQUIRED in behaviors
+
+
+def required_paths(message: Message, prefix: str = "") -> Iterator[tuple[str, Message, FieldDescriptor]]:
+    """(path, holder, field) of every REQUIRED field in `message` and the messages set in it."""
+    for field in message.DESCRIPTOR.fields:
+        path = f"{prefix}{field.name}"
+        if required(field):
+            yield path, message, field
+        if field.message_type is None or field.message_type.GetOptions().map_entry:
+            continue
+        if field.is_repeated:
+            for i, item in enumerate(getattr(message, field.name)):
+                yield from required_paths(item, f"{path}[{i}].")
+        elif message.HasField(field.name):
+            yield from required_paths(getattr(message, field.name), f"{path}.")
+
+
+def every_required_field() -> set[tuple[str, str]]:
+    """(message type, field) of every REQUIRED field reachable from a request of the contract."""
+    found: set[tuple[str, str]] = set()
+    seen: set[str] = set()
+    pending = [
+        method.input_type
+        for module in (agent_pb2, reasoner_pb2, tools_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+        for method in service.methods
+    ]
+    while pending:
+        descriptor = pending.pop()
+        if descriptor.full_name in seen:
+            continue
+        seen.add(descriptor.full_name)
+        for field in descriptor.fields:
+            if required(field):
+                found.add((descriptor.full_name, field.name))
+            if field.message_type is not None:
+                pending.append(field.message_type)
+    return found
+
+
+async def test_every_required_field_left_out_is_invalid_argument_naming_it(stack: Stack) -> None:
+    """Each REQUIRED annotation is what the services enforce: leaving the field out names it."""
+    paused = await drained(
+        stack.agent.Run(
+            agent_pb2.RunRequest(
+                input="add 2 and 3", user_id="ana", options=agent_pb2.RunOptions(require_approval=["add"])
+            )
+        )
+    )
+    interrupt = next(e for e in paused if e.WhichOneof("event") == "interrupt")
+    decision = agent_pb2.ApprovalDecision(
+        tool_call_id=interrupt.interrupt.pending[0].id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE
+    )
+    user = common_pb2.Message(role=common_pb2.ROLE_USER, content="hi")
+    params = reasoner_pb2.CompletionParams(messages=[user], tools=[common_pb2.ToolSpec(name="calculator")])
+    # One otherwise valid request per method (the paused run's for Resume's decisions).
+    requests: dict[str, tuple[Any, Message]] = {
+        "Run": (stack.agent.Run, agent_pb2.RunRequest(input="hi", history=[user])),
+        "Invoke": (stack.agent.Invoke, agent_pb2.InvokeRequest(input="hi", history=[user])),
+        "GetThread": (stack.agent.GetThread, agent_pb2.GetThreadRequest(thread_id=interrupt.thread_id)),
+        "ListCheckpoints": (
+            stack.agent.ListCheckpoints,
+            agent_pb2.ListCheckpointsRequest(thread_id=interrupt.thread_id),
+        ),
+        "Resume": (
+            stack.agent.Resume,
+            agent_pb2.ResumeRequest(run_id=interrupt.run_id, user_id="ana", decisions=[decision]),
+        ),
+        "Cancel": (stack.agent.Cancel, agent_pb2.CancelRequest(run_id="r")),
+        "Watch": (stack.agent.Watch, agent_pb2.WatchRequest(run_id="r")),
+        "DeleteMemory": (stack.agent.DeleteMemory, agent_pb2.DeleteMemoryRequest(memory_id="m")),
+        "ListRuns": (stack.agent.ListRuns, agent_pb2.ListRunsRequest(thread_id="t")),
+        "ForkThread": (
+            stack.agent.ForkThread,
+            agent_pb2.ForkThreadRequest(thread_id="t", checkpoint_id="r:0"),
+        ),
+        "Step": (stack.reasoner_stub.Step, reasoner_pb2.StepRequest(params=params)),
+        "StreamStep": (stack.reasoner_stub.StreamStep, reasoner_pb2.StreamStepRequest(params=params)),
+        "Execute": (
+            stack.tools_stub.Execute,
+            tools_pb2.ExecuteRequest(calls=[common_pb2.ToolCall(id="c", name="calculator")]),
+        ),
+    }
+    covered: set[tuple[str, str]] = set()
+    for method, (call, request) in requests.items():
+        for path, _, _ in list(required_paths(request)):
+            incomplete = type(request)()
+            incomplete.CopyFrom(request)
+            holder, field = next((h, f) for p, h, f in required_paths(incomplete) if p == path)
+            holder.ClearField(field.name)
+            covered.add((holder.DESCRIPTOR.full_name, field.name))
+            outcome = call(incomplete)
+            name, _ = await refused(outcome if not hasattr(outcome, "__aiter__") else drained_raw(outcome))
+            assert name == path or name.startswith(f"{path}."), (method, path, name)
+    assert covered == every_required_field(), sorted(every_required_field() - covered)
+    assert len(covered) >= 15
+
+
+async def drained_raw(call: Any) -> list[Any]:
+    return [response async for response in call]
