@@ -13,7 +13,7 @@ import jsonschema
 
 from agentloop.errors import InvalidArgument
 from agentloop.jsonlimits import JsonLimitError, check_bounds
-from agentloop.settings import GatewaySettings
+from agentloop.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from agentloop.wellknown import seconds, struct_to_dict
 from gateway.hooks import HookRegistry
@@ -82,10 +82,13 @@ MAX_SUMMARY_PROMPT_CHARS = 8000
 
 def _context_budget(options: agent_pb2.RunOptions, settings: GatewaySettings) -> tuple[int, int]:
     """(budget, recent window kept verbatim) of a run, checked against each other."""
-    if not 0 <= options.context_budget_tokens <= MAX_CONTEXT_BUDGET_TOKENS:
+    requested = options.context_budget_tokens
+    if requested != 0 and not MIN_CONTEXT_BUDGET_TOKENS <= requested <= MAX_CONTEXT_BUDGET_TOKENS:
+        # Below the minimum not even a summary fits: every model call would be cut to nothing.
         raise InvalidArgument(
             "options.context_budget_tokens",
-            f"must be between 0 and {MAX_CONTEXT_BUDGET_TOKENS} (0 = default)",
+            f"must be 0 (the gateway's default) or between {MIN_CONTEXT_BUDGET_TOKENS} and "
+            f"{MAX_CONTEXT_BUDGET_TOKENS}; a smaller budget leaves no room for a summary",
         )
     budget = options.context_budget_tokens or settings.context_budget_tokens
     keep = options.context_keep_recent_tokens
