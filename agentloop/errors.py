@@ -32,6 +32,8 @@ DEFAULT_RETRY_DELAY_S = 1.0
 # The codes whose errors tell the client when to try again.
 _RETRYABLE = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 _DETAILS_KEY = "grpc-status-details-bin"
+NO_RETRY = ("grpc-retry-pushback-ms", "-1")
+"""Trailing metadata that tells a gRPC client's retry policy not to retry the call (server pushback)."""
 
 
 class Reason(StrEnum):
@@ -97,6 +99,9 @@ class AgentloopError(Exception):
         self.retry_delay_s = retry_delay_s
         # Details relayed verbatim from another agentloop service (see from_rpc_error).
         self.relayed_details: list[any_pb2.Any] = []
+        self.retried = False
+        """The raiser already retried the work behind this error as often as it may: the caller's
+        channel must not try again (the status goes out with gRPC's server pushback, `NO_RETRY`)."""
 
 
 class InvalidArgument(AgentloopError, code=grpc.StatusCode.INVALID_ARGUMENT):

@@ -27,7 +27,7 @@ from grpc_status import rpc_status
 
 from agentloop.channels import CHANNEL_OPTIONS as CHANNEL_OPTIONS  # re-exported for older imports
 from agentloop.channels import MAX_MESSAGE_BYTES, SERVER_OPTIONS
-from agentloop.errors import AgentloopError
+from agentloop.errors import NO_RETRY, AgentloopError
 from agentloop.errors import rpc_status as error_status
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 from agentloop.reflection import enable_reflection
@@ -79,7 +79,10 @@ async def _abort(context: grpc.aio.ServicerContext, exc: Exception) -> None:
         log.error("unexpected error in RPC handler", exc_info=exc)
         exc = AgentloopError(f"internal error: {type(exc).__name__}")
     status = rpc_status.to_status(error_status(exc))
-    await context.abort(status.code, status.details, status.trailing_metadata)
+    trailers = tuple(status.trailing_metadata)
+    if exc.retried:
+        trailers += (NO_RETRY,)
+    await context.abort(status.code, status.details, trailers)
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]

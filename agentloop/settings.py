@@ -130,6 +130,13 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise SettingError(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
 
 
+def _one_of(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = _get(env, name, default).strip().lower()
+    if raw not in choices:
+        raise SettingError(f"{name}={raw!r} is not one of {', '.join(choices)}")
+    return raw
+
+
 # gRPC name-resolver schemes a target may name explicitly (dns:///host:port, ipv4:a:p,b:p, unix:/path ...).
 _TARGET_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "xds:")
 
@@ -191,7 +198,12 @@ class ReasonerSettings:
     model: str = "scripted"
     timeout_s: float = 120.0
     max_retries: int = 2
+    """Requests after the first a step may make: at most 1 + max_retries per step, across every layer."""
     max_completion_bytes: int = 4 * 1024 * 1024
+    think_tags: str = "off"
+    """How inline <think>…</think> reasoning is read: off, tags or open (reasoner_svc.think_tags)."""
+    max_provider_field_bytes: int = 256 * 1024
+    """Bound on what one answer may carry beyond the standard shape (kept and sent back to the model)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ReasonerSettings:
@@ -203,9 +215,13 @@ class ReasonerSettings:
             api_key=_get(e, "OPENAI_API_KEY", cls.api_key),
             model=_get(e, "AGENTLOOP_MODEL", cls.model),
             timeout_s=_float(e, "AGENTLOOP_MODEL_TIMEOUT_S", cls.timeout_s),
-            max_retries=_int(e, "AGENTLOOP_MODEL_MAX_RETRIES", cls.max_retries),
+            max_retries=_int(e, "AGENTLOOP_MODEL_MAX_RETRIES", cls.max_retries, minimum=0),
             max_completion_bytes=_int(
                 e, "AGENTLOOP_MAX_COMPLETION_BYTES", cls.max_completion_bytes, minimum=1024
+            ),
+            think_tags=_one_of(e, "AGENTLOOP_MODEL_THINK_TAGS", cls.think_tags, ("off", "tags", "open")),
+            max_provider_field_bytes=_int(
+                e, "AGENTLOOP_MAX_PROVIDER_FIELD_BYTES", cls.max_provider_field_bytes, minimum=1024
             ),
         )
 

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from agentloop.v1 import agent_pb2
-from gateway.events import END_OF_RUN, TOKEN_COALESCE_BYTES, is_terminal
+from gateway.events import END_OF_RUN, is_terminal
 from gateway.journal import TRANSIENT
 from gateway.live import Feed, LiveEvents, Lost
 from gateway.store.base import RunStatus, Store
@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _WATCH_POLL_S = 0.1
+_STORE_PAGE = 1000
+"""Events one store read returns at most (Store.events' default limit)."""
 _LIVE_CHECK_S = 1.0
 """A live follower with nothing received for this long asks the store whether the run ended."""
+_REPLAYS_WITHOUT_PROGRESS = 3
+"""Replays in a row that leave a gap before the next live event; then the store is polled instead."""
 
 
 class Followers:
@@ -42,69 +46,81 @@ class Followers:
         self._local = local
         self._live = live
 
-    async def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
+    def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:
         """Events of a local run with sequence > after_sequence: stored, then replayed, then live.
 
         If the run stops here without a final or error event (its lease was
         lost to another gateway, or this gateway stops), the stream goes on
         from the store until the run really ends, as Watch does.
         """
+        return self._follow_local(active, _Progress(after_sequence))
+
+    async def _follow_local(self, active: ActiveRun, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         queue = active.sink.subscribe()
-        last, ended = after_sequence, False
         try:
             first_local = active.sink.first_sequence
-            if last + 1 < first_local:
-                for event in await self._store.events(active.run_id, last, limit=first_local - last - 1):
-                    if event.sequence >= first_local:
-                        break
-                    last = event.sequence
+            if p.last + 1 < first_local:
+                async for event in self._read_stored(active.run_id, p, before=first_local):
                     yield event
             for event in list(active.sink.history):
-                if event.sequence > last:
-                    last, ended = event.sequence, is_terminal(event)
-                    yield event
+                if event.sequence > p.last:
+                    yield p.live(event)
             while (event := await queue.get()) is not END_OF_RUN:
-                if event.sequence > last:
-                    last, ended = event.sequence, is_terminal(event)
-                    yield event
+                if event.sequence > p.last:
+                    yield p.live(event)
         finally:
             active.sink.unsubscribe(queue)
-        if not ended:
-            async for event in self.stored(active.run_id, last):
+        if not p.ended:
+            async for event in self._continue(active.run_id, p):
                 yield event
 
-    async def stored(self, run_id: str, last: int) -> AsyncIterator[agent_pb2.RunEvent]:
+    def stored(self, run_id: str, last: int) -> AsyncIterator[agent_pb2.RunEvent]:
         """Events after `last` until the run has ended and all were read (or it runs here).
 
         With live events (Postgres), a run executing on another gateway is
         followed over its channel, as fast as its owner delivers; without
         them, or once live delivery fails, by polling the store.
         """
-        progress = _Progress(last)
+        return self._continue(run_id, _Progress(last))
+
+    async def _continue(self, run_id: str, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         if self._live is not None and self._live.listening and self._local(run_id) is None:
             feed = await self._live.follow(run_id)
             if feed is not None:
                 try:
                     while True:
-                        async for event in self._from_feed(feed, progress):
+                        async for event in self._from_feed(feed, p):
                             yield event
-                        if not progress.new_owner:
+                        if not p.new_owner:
                             break
-                        progress.new_owner = False  # ask the run's new owner to replay and publish
+                        p.new_owner = False  # ask the run's (new) owner to replay and publish
                 finally:
                     await feed.close()
-                if progress.ended:
+                if p.ended:
                     return
-        async for event in self._polled(run_id, progress):
+        async for event in self._polled(run_id, p):
             yield event
+
+    async def _read_stored(
+        self, run_id: str, p: _Progress, before: int | None = None
+    ) -> AsyncIterator[agent_pb2.RunEvent]:
+        """Stored events this stream has not sent (below `before` if given), text sent live cut off."""
+        while True:
+            events = await self._store.events(run_id, p.read_from)
+            for event in events:
+                if before is not None and event.sequence >= before:
+                    return
+                if (out := p.stored(event)) is not None:
+                    yield out
+            if len(events) < _STORE_PAGE:
+                return
 
     async def _from_feed(self, feed: Feed, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         """Stored events, the owner's not yet stored ones, then live ones; returns to fall back."""
         run_id = feed.run_id
         try:
-            while events := await self._store.events(run_id, p.last):
-                for event in events:
-                    yield p.stored(event)
+            async for event in self._read_stored(run_id, p):
+                yield event
             row = await self._store.get_run(run_id)
         except TRANSIENT:
             return
@@ -115,7 +131,7 @@ class Followers:
         if p.owner and self._local(run_id) is None:
             async for event in self._replayed(feed, p.owner, p):
                 yield event
-            if p.broken:
+            if p.broken or p.new_owner:
                 return
         async for event in self._live_events(feed, p):
             yield event
@@ -123,8 +139,8 @@ class Followers:
     async def _replayed(self, feed: Feed, owner: str, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         """The owner's events it has not stored yet, so a follower misses none it emitted before listening.
 
-        Sets p.broken when the owner cannot replay them or a gap cannot be
-        filled from the store: the stream then goes on by polling.
+        Sets p.broken when the owner cannot replay them: the stream then goes
+        on by polling.
         """
         replayed = await feed.replay(owner, p.last)
         if replayed is None:
@@ -135,10 +151,10 @@ class Followers:
             if event.sequence > p.last:
                 yield p.live(event)
         for event in early:
-            async for caught_up in self._in_order(feed.run_id, p, event):
-                yield caught_up
-            if p.broken:
+            if not self._in_order(p, event):
                 return
+            if event.sequence > p.last:
+                yield p.live(event)
 
     async def _live_events(self, feed: Feed, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         """Live events while the run executes elsewhere; returns when the store must say what follows."""
@@ -153,9 +169,10 @@ class Followers:
             if isinstance(item, Lost):
                 return
             if isinstance(item, agent_pb2.RunEvent) and item.sequence > p.last:
-                async for caught_up in self._in_order(run_id, p, item):
-                    yield caught_up
-                if p.broken or _ends_live_following(item):
+                if not self._in_order(p, item):
+                    return
+                yield p.live(item)
+                if _ends_live_following(item):
                     return
 
     async def _may_have_ended(self, run_id: str, p: _Progress) -> bool:
@@ -175,42 +192,35 @@ class Followers:
         p.new_owner = row.status == RunStatus.RUNNING and bool(row.owner) and row.owner != p.owner
         return p.new_owner
 
-    async def _in_order(
-        self, run_id: str, p: _Progress, event: agent_pb2.RunEvent
-    ) -> AsyncIterator[agent_pb2.RunEvent]:
-        """A live event, after the stored ones its number skips (p.broken if the store cannot say).
+    def _in_order(self, p: _Progress, event: agent_pb2.RunEvent) -> bool:
+        """Whether a live event may be sent now; False sends the follower back to ask the owner again.
 
-        One owner's live events are numbered one after the other. A gap means
-        events this stream did not get live: delivered before it listened, or
-        by an owner killed after storing them and before publishing them (the
-        gap then ends at the new owner's first event). The store has them if
-        anyone does.
+        One owner delivers its events one after the other, and this follower
+        gets them live from its replay on. A gap before a live event means
+        events it did not get: delivered by a new owner (a takeover) before it
+        published, or dropped unseen by the owner. They may not be stored yet,
+        so the store cannot fill the gap; the run's owner can, with a replay.
         """
-        if event.sequence <= p.last:
-            return
-        if event.sequence > p.last + 1:
-            try:
-                gap = min(event.sequence - p.last - 1, 1000)
-                missed = await self._store.events(run_id, p.last, limit=gap)
-            except TRANSIENT:
-                p.broken = True
-                return
-            for stored in missed:
-                if stored.sequence < event.sequence:
-                    yield p.stored(stored)
-        yield p.live(event)
+        if event.sequence <= p.last + 1:
+            return True
+        p.replays_without_progress += 1
+        if p.replays_without_progress > _REPLAYS_WITHOUT_PROGRESS:
+            p.broken = True
+        else:
+            p.new_owner = True
+        return False
 
     async def _polled(self, run_id: str, p: _Progress) -> AsyncIterator[agent_pb2.RunEvent]:
         """Stored events after p.last, polled until the run has ended and all were read (or it runs here)."""
         while True:
             active = self._local(run_id)
             if active is not None:
-                async for event in self.follow(active, p.last):
+                async for event in self._follow_local(active, p):
                     yield event
                 return
             try:
-                for event in await self._store.events(run_id, p.last):
-                    yield p.stored(event)
+                async for event in self._read_stored(run_id, p):
+                    yield event
                 row = await self._store.get_run(run_id)
             except TRANSIENT:
                 log.warning("run %s: store unavailable while following; retrying", run_id)
@@ -227,63 +237,77 @@ def _ends_live_following(event: agent_pb2.RunEvent) -> bool:
 
 
 class _Progress:
-    """Where a stream stands: the last sequence sent, and the live tokens sent since another event.
+    """Where a stream stands: the last sequence sent, and the token text sent live since another event.
 
-    A stored token event joins consecutive tokens under the last one's number
-    (gateway.events). A stream that sent some of them live and then reads the
-    store (its live feed failed) gets the joined event whose number is above
-    its last: the text it already sent is cut from its front, so no token
-    text is sent twice.
+    A stored token event joins consecutive tokens of a step under the last
+    one's number (gateway.events), up to TOKEN_COALESCE_BYTES each. A stream
+    that sent some of them live and then reads the store (its live feed
+    failed, the run moved) must not send their text again. It knows how much
+    text of each kind it sent since its last other event (`base`): the store
+    holds that same text, in the same order, in the token events after
+    `base`. So it reads from `base` and cuts exactly that many characters
+    from their front; only what was not sent goes out.
     """
-
-    _TAIL_BYTES = 2 * TOKEN_COALESCE_BYTES
 
     def __init__(self, last: int) -> None:
         self.last = last
         self.ended = False
         self.broken = False
-        """Live following cannot go on (no replay from the owner, or a gap the store cannot fill): poll."""
+        """Live following cannot go on (no replay from the owner, gaps it does not fill): poll."""
         self.owner = ""
         """The gateway this follower asked for a replay (it publishes the run's events since)."""
         self.new_owner = False
-        """Another gateway executes the run now: ask it for a replay (it then publishes)."""
-        self._step = -1
-        self._tail: list[tuple[str, str]] = []
-        self._tail_bytes = 0
+        """Ask the run's owner for a replay again (another gateway executes it now, or a gap)."""
+        self.replays_without_progress = 0
+        self.base = last
+        """The stored events after this are tokens this stream sent live (`sent`), then unsent ones."""
+        self._sent: dict[str, int] = {}
+        """Characters of token text sent live after `base`, by kind (token, reasoning_token)."""
+
+    @property
+    def read_from(self) -> int:
+        """Where reading the store must start so that no text sent live is skipped or repeated."""
+        return self.base if self._sent else self.last
 
     def live(self, event: agent_pb2.RunEvent) -> agent_pb2.RunEvent:
+        """`event` is being sent (from the owner: live, or its in-memory history)."""
         self.last = event.sequence
+        self.replays_without_progress = 0
         self.ended = is_terminal(event)
         if event.WhichOneof("event") != "llm_token":
-            self._tail, self._tail_bytes = [], 0
+            self.base, self._sent = event.sequence, {}
             return event
-        token = event.llm_token
-        if token.step != self._step:
-            self._step, self._tail, self._tail_bytes = token.step, [], 0
-        self._tail.append((token.token, token.reasoning_token))
-        self._tail_bytes += len(token.token) + len(token.reasoning_token)
-        while self._tail_bytes > self._TAIL_BYTES:
-            first = self._tail.pop(0)
-            self._tail_bytes -= len(first[0]) + len(first[1])
+        kind = event.llm_token.WhichOneof("content") or "token"
+        self._sent[kind] = self._sent.get(kind, 0) + len(getattr(event.llm_token, kind))
         return event
 
-    def stored(self, event: agent_pb2.RunEvent) -> agent_pb2.RunEvent:
-        self.last = event.sequence
-        self.ended = is_terminal(event)
-        tail, self._tail, self._tail_bytes = self._tail, [], 0
-        if not tail or event.WhichOneof("event") != "llm_token" or event.llm_token.step != self._step:
-            return event
-        token = event.llm_token
-        for i in range(len(tail)):  # the longest run of sent tokens the joined text starts with
-            sent = "".join(t for t, _ in tail[i:])
-            sent_reasoning = "".join(r for _, r in tail[i:])
-            if token.token.startswith(sent) and token.reasoning_token.startswith(sent_reasoning):
+    def stored(self, event: agent_pb2.RunEvent) -> agent_pb2.RunEvent | None:
+        """What to send of a stored event read from `read_from` on: None when all of it was sent."""
+        if event.WhichOneof("event") == "llm_token" and self._sent:
+            token = event.llm_token
+            kind = token.WhichOneof("content") or "token"
+            text = getattr(token, kind)
+            cut = min(self._sent.get(kind, 0), len(text))
+            if cut:
+                self._sent[kind] -= cut
+                if not self._sent[kind]:
+                    del self._sent[kind]
+            if cut == len(text) or event.sequence <= self.last:
+                self.base = event.sequence
+                return None
+            if cut:
                 trimmed = agent_pb2.RunEvent()
                 trimmed.CopyFrom(event)
                 # LlmToken's text is a oneof: set only the field the event carries.
-                if token.WhichOneof("content") == "reasoning_token":
-                    trimmed.llm_token.reasoning_token = token.reasoning_token[len(sent_reasoning) :]
-                else:
-                    trimmed.llm_token.token = token.token[len(sent) :]
-                return trimmed
+                setattr(trimmed.llm_token, kind, text[cut:])
+                event = trimmed
+        elif event.sequence <= self.last:
+            self.base = max(self.base, event.sequence)
+            return None
+        self.last = event.sequence
+        self.ended = is_terminal(event)
+        if event.WhichOneof("event") != "llm_token":
+            self.base, self._sent = event.sequence, {}  # text sent live but never stored is gone
+        elif not self._sent:
+            self.base = event.sequence
         return event

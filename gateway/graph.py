@@ -33,6 +33,7 @@ from agentloop.wellknown import dict_to_struct
 from gateway import nodes
 from gateway.acting import tool_message
 from gateway.journal import StoreUnavailable, describe_failure
+from gateway.paging import bounded_final
 from gateway.run_context import RunContext
 from gateway.snapshot import metadata_of
 from gateway.state import RunFailure, RunState, StopReason, Update
@@ -87,7 +88,11 @@ _FINAL_STATUS: dict[StopReason | None, RunStatus] = {StopReason.CANCELLED: RunSt
 
 
 def final_event(state: RunState) -> agent_pb2.RunFinal:
-    """The outcome of a finished run: what this run added, never the whole thread (bounded by the run)."""
+    """The outcome of a finished run: what this run added, never the whole thread, within 3.5 MiB.
+
+    A run whose answer or messages are bigger is cut (`gateway.paging.bounded_final`, flags set):
+    a client with gRPC's default 4 MiB receive limit reads every event; GetThread has the rest.
+    """
     final = agent_pb2.RunFinal(
         final_reply=state.final_reply,
         metadata=metadata_of(state),
@@ -95,7 +100,7 @@ def final_event(state: RunState) -> agent_pb2.RunFinal:
     )
     if state.structured_output_json:
         final.structured_output.CopyFrom(dict_to_struct(json.loads(state.structured_output_json)))
-    return final
+    return bounded_final(final)
 
 
 async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> RunState:

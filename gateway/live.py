@@ -14,12 +14,20 @@ stays the source of truth:
    them) costs no notification at all, where publishing every event would be
    one more Postgres round trip per event. A watcher that finds a new owner
    (a takeover, a paused run resumed elsewhere) asks that one again.
+   Every watcher of the run channel hears every answer, but a snapshot is
+   the owner's history (a step's tokens joined) and only means something to
+   the watcher that asked, at the point where it asked: each feed drops the
+   answers to requests that are not its own pending one (another watcher's,
+   or its own that came too late and was asked again).
 2. From then on it applies live events whose sequence is above the last one it
    sent. Numbers never repeat (gateway.events reserves them), so that rule
-   drops every duplicate and a takeover's gap is just a gap.
+   drops every duplicate; one owner's live events come one after the other,
+   so a gap means the owner (a new one, after a takeover) delivered events
+   this watcher did not get, and it asks that owner again.
 3. If the listener connection is lost, or the owner could not publish some
-   events, or an event is too big to travel live, the watcher goes on by
-   polling the store from its last sequence (gateway.following).
+   events, or an event is too big to travel live, or the owner does not
+   answer a replay request in time, the watcher goes on by polling the store
+   from its last sequence (gateway.following).
 
 A Cancel received by a gateway that does not execute the run reaches its owner
 the same way, on the owner's channel, and the owner stops the run at once.
@@ -55,7 +63,9 @@ log = logging.getLogger(__name__)
 MAX_LIVE_EVENT_BYTES = 256 * 1024
 """Bigger events are announced, not sent: watchers read them from the store."""
 REPLAY_TIMEOUT_S = 1.0
-"""How long a watcher waits for the owner's replay before going on with live events alone."""
+"""How long a watcher waits for the owner's answer before asking again (a busy owner answers late)."""
+REPLAY_ATTEMPTS = 5
+"""Requests a watcher sends (one at a time, each waited for longer) before it polls the store instead."""
 _PART = MAX_PAYLOAD - 64
 _MAX_PARTS = (MAX_LIVE_EVENT_BYTES * 4 // 3) // _PART + 2
 _MAX_CONTROL = 512
@@ -172,7 +182,15 @@ class Decoder:
 
 
 class Feed:
-    """One watcher's view of a run channel: a queue of decoded items."""
+    """One watcher's view of a run channel: a queue of decoded items.
+
+    The owner answers every watcher's replay request on the run channel, so
+    every feed hears every answer. Only the answer to this feed's own pending
+    request is queued; the others (another watcher's, or one this feed
+    stopped waiting for) are dropped whole, between their markers: their
+    snapshot joins a step's tokens from the start of the step, which would
+    repeat text this watcher has already sent.
+    """
 
     def __init__(self, live: LiveEvents, run_id: str) -> None:
         self.run_id = run_id
@@ -181,9 +199,28 @@ class Feed:
         self._live = live
         self._decoder = Decoder()
         self._lost = False
+        self._awaiting: str | None = None
+        """The nonce of this feed's pending replay request."""
+        self._skipping: str | None = None
+        """The nonce of another request's answer being dropped (until its closing marker)."""
 
     def payload(self, payload: str) -> None:
         if self._lost:
+            return
+        kind = payload[:1]
+        if kind == "X":
+            self.lost()
+            return
+        if kind in ("R", "Z"):
+            nonce = payload[1:].partition(" ")[0]
+            if self._skipping is not None:
+                if kind == "Z" and nonce == self._skipping:
+                    self._skipping = None
+                return
+            if nonce != self._awaiting:
+                self._skipping = nonce if kind == "R" else None
+                return
+        elif self._skipping is not None:
             return
         if self.queue.qsize() >= MAX_BACKLOG:
             self.lost()
@@ -200,33 +237,58 @@ class Feed:
     async def replay(
         self, owner: str, after: int
     ) -> tuple[list[agent_pb2.RunEvent], list[agent_pb2.RunEvent]] | None:
-        """(what the owner delivered after `after`, live events received meanwhile); None: lost.
+        """(what the owner delivered after `after`, live events received meanwhile); None: go to the store.
 
-        An owner that does not answer in time (dead, or it never had the run)
-        leaves only the live events received meanwhile: the follower then fills
-        any gap before them from the store.
+        An owner that does not answer in time (busy, paused by its host) is
+        asked again, up to REPLAY_ATTEMPTS times; its late answers to earlier
+        requests are dropped. An owner that never answers (dead, or the
+        request was lost) leaves the watcher to the store: going on with live
+        events alone would skip what the owner delivered before them.
         """
-        nonce = uuid.uuid4().hex[:12]
-        self._live.send_control(owner, f"replay {self.run_id} {after} {nonce}")
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + REPLAY_TIMEOUT_S
         early: list[agent_pb2.RunEvent] = []
+        try:
+            for attempt in range(REPLAY_ATTEMPTS):
+                nonce = uuid.uuid4().hex[:12]
+                self._awaiting = nonce
+                self._live.send_control(owner, f"replay {self.run_id} {after} {nonce}")
+                deadline = loop.time() + REPLAY_TIMEOUT_S * (attempt + 1)
+                snapshot = await self._answer(nonce, deadline, early)
+                if isinstance(snapshot, Lost):
+                    return None
+                if snapshot is not None:
+                    return snapshot, early
+            log.warning("run %s: owner %s did not answer a replay; reading the store", self.run_id, owner)
+            return None
+        finally:
+            self._awaiting = None
+
+    async def _answer(
+        self, nonce: str, deadline: float, early: list[agent_pb2.RunEvent]
+    ) -> list[agent_pb2.RunEvent] | Lost | None:
+        """The snapshot answering `nonce`, or None if it did not come by `deadline` (live ones: `early`)."""
+        loop = asyncio.get_running_loop()
         snapshot: list[agent_pb2.RunEvent] | None = None
         while True:
             try:
                 item = await asyncio.wait_for(self.queue.get(), max(0.0, deadline - loop.time()))
             except TimeoutError:
-                return [], early
-            if isinstance(item, Lost):
                 return None
+            if isinstance(item, Lost):
+                return item
             if isinstance(item, Replay):
                 if item.nonce == nonce:
                     if not item.end:
                         snapshot = []
                     elif snapshot is not None:
-                        return snapshot, early
+                        return snapshot
                 continue
-            (early if snapshot is None else snapshot).append(item)
+            if snapshot is not None:
+                snapshot.append(item)
+            elif len(early) < MAX_BACKLOG:
+                early.append(item)
+            else:
+                return LOST
 
     async def close(self) -> None:
         await self._live.unfollow(self)

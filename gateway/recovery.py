@@ -54,7 +54,7 @@ def resumed_note(
     return note
 
 
-def _unanswered(history: list[common_pb2.Message]) -> list[common_pb2.ToolCall]:
+def unanswered_calls(history: list[common_pb2.Message]) -> list[common_pb2.ToolCall]:
     """Tool calls of the thread's last assistant message that no tool message answers."""
     answered: set[str] = set()
     for message in reversed(history):
@@ -95,7 +95,7 @@ async def end_after_fault(store: Store, state: RunState, ctx: RunContext, messag
         recorded = {**ctx.journal.carried_results, **await store.tool_results(state.run_id)}
         answers = [
             recorded[call.id] if call.id in recorded else _could_not_run(call, message)
-            for call in _unanswered(history)
+            for call in unanswered_calls(history)
         ]
         closing = [a for a in answers if a.tool_call_id not in recorded]
         await ctx.journal.tool_results(state.run_id, closing)

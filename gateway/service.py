@@ -11,11 +11,13 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from typing import Any
 
 import grpc
 from google.protobuf import timestamp_pb2
+from google.protobuf.message import Message
 
 from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound, Reason
 from agentloop.retry import RetryPolicy
@@ -26,8 +28,20 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from gateway.clients import Dependencies
 from gateway.events import status_code
+from gateway.forking import fork
 from gateway.graph import final_event
 from gateway.health import DependencyHealth, service_probe, store_probe
+from gateway.paging import (
+    PREVIEW_CHARS,
+    RESPONSE_BYTES,
+    Budget,
+    PageTokens,
+    Position,
+    bounded_final,
+    bounded_reply,
+    message_part,
+    page_size,
+)
 from gateway.runs import ActiveRun, RunManager, deadline_from
 from gateway.snapshot import metadata_of
 from gateway.store.base import CheckpointRow, RequestReplayed, RunRow, RunStatus, Store, ThreadRow
@@ -37,12 +51,9 @@ from gateway.validation import check_ids
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name
-MAX_PAGE_SIZE = 1000
-DEFAULT_PAGE_SIZE = 100
-PREVIEW_CHARS = 200
-PAGE_BYTES = 1 << 20
-"""A GetThread page ends once it holds this many bytes of messages (one message at least), so a
-response stays far below the 4 MiB default receive limit of gRPC clients however long the thread."""
+THREAD_PREVIEW_CHARS = 200
+_MESSAGE_BATCH = 32
+"""Messages GetThread reads from the store at a time while it fills a page's byte budget."""
 
 STATUS_TO_PROTO = {
     RunStatus.QUEUED: agent_pb2.RUN_STATUS_QUEUED,
@@ -98,23 +109,24 @@ def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: i
     return info
 
 
-def page_request(page_size: int, page_token: str) -> tuple[int, int]:
-    """(size, offset) of a page request, checked: size in [1, MAX_PAGE_SIZE] (0 = default), token = offset."""
-    if not 0 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidArgument("page_size", f"must be between 1 and {MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE})")
-    if page_token and not (page_token.isascii() and page_token.isdigit() and int(page_token) < 2**63):
-        raise InvalidArgument("page_token", "is not a token from a previous response")
-    return page_size or DEFAULT_PAGE_SIZE, int(page_token or 0)
+def _moment(value: str | int) -> datetime:
+    """A timestamp of a page position (written by `_position`; the token's MAC vouches for it)."""
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise InvalidArgument("page_token", "is not a token of a previous response to this request") from None
+    if when.tzinfo is None:
+        raise InvalidArgument("page_token", "is not a token of a previous response to this request")
+    return when
 
 
-def bounded_page(messages: list[common_pb2.Message]) -> list[common_pb2.Message]:
-    """The longest prefix of `messages` within PAGE_BYTES (the first message always)."""
-    size = 0
-    for i, message in enumerate(messages):
-        size += message.ByteSize()
-        if i and size > PAGE_BYTES:
-            return messages[:i]
-    return messages
+def _after(position: Position | None) -> tuple[datetime, str] | None:
+    """The (timestamp, id) keyset position a token of ListThreads, ListRuns or ListMemories holds."""
+    return None if position is None else (_moment(position[0]), str(position[1]))
+
+
+def _position(when: datetime, key: str) -> Position:
+    return [when.isoformat(), key]
 
 
 def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
@@ -131,6 +143,13 @@ class AgentService(agent_pb2_grpc.AgentServicer):
 
     def __init__(self, manager: RunManager) -> None:
         self.manager = manager
+        self._page_tokens: PageTokens | None = None
+
+    async def _tokens(self) -> PageTokens:
+        """The page tokens of this deployment (their key is read from the store once)."""
+        if self._page_tokens is None:
+            self._page_tokens = await PageTokens.of(self.manager.store)
+        return self._page_tokens
 
     @property
     def active_runs(self) -> int:
@@ -198,12 +217,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             )
             err.code = grpc.StatusCode[failure.code]
             raise err
-        return agent_pb2.InvokeResponse(
-            run_id=state.run_id,
-            thread_id=state.thread_id,
-            final=final_event(state),
-            tool_results=state.tool_result_history,
-        )
+        return _invoke_response(state.run_id, state.thread_id, final_event(state), state.tool_result_history)
 
     async def _outcome(
         self, run_id: str, thread_id: str, events: AsyncIterator[agent_pb2.RunEvent]
@@ -219,12 +233,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             err.code = status_code(error.code) if error else grpc.StatusCode.ABORTED
             raise err
         results = await self.manager.store.tool_results(run_id)
-        return agent_pb2.InvokeResponse(
-            run_id=run_id,
-            thread_id=thread_id,
-            final=outcome.final,
-            tool_results=list(results.values()),
-        )
+        return _invoke_response(run_id, thread_id, outcome.final, list(results.values()))
 
     async def GetThread(
         self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
@@ -238,7 +247,10 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             created_at=_timestamp(thread.created_at),
             updated_at=_timestamp(thread.updated_at),
         )
-        size, offset = page_request(request.page_size, request.page_token)
+        size = page_size(request.page_size)
+        binding = (thread.user_id, thread.thread_id, request.checkpoint_id)
+        position = (await self._tokens()).read("GetThread", binding, request.page_token, (int, int, int))
+        start, content_at, reasoning_at = (int(v) for v in position) if position else (0, 0, 0)
         total = thread.message_count
         run: RunRow | None
         checkpoint: CheckpointRow | None
@@ -248,16 +260,60 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         else:
             run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
             checkpoint = await store.latest_checkpoint(run.run_id) if run is not None else None
-        limit = min(size, max(0, total - offset))
-        rows = await store.thread_messages(thread.thread_id, limit, user_id=thread.user_id, offset=offset)
-        page = bounded_page(rows) if limit else []
-        response.messages.extend(page)
         response.total_messages = total
-        if offset + len(page) < total:
-            response.next_page_token = str(offset + len(page))
         if run is not None:
             response.state.CopyFrom(run_info(run, checkpoint, self.manager.default_max_steps))
+            bounded_reply(response.state)
+        budget = Budget(RESPONSE_BYTES - response.ByteSize())
+        index, content_at, reasoning_at = await self._message_page(
+            response, thread, min(total, start + size), (start, content_at, reasoning_at), budget
+        )
+        if index < total:
+            after: Position = [index, content_at, reasoning_at]
+            response.next_page_token = (await self._tokens()).issue("GetThread", binding, after)
         return response
+
+    async def _message_page(
+        self,
+        response: agent_pb2.GetThreadResponse,
+        thread: ThreadRow,
+        end: int,
+        at: tuple[int, int, int],
+        budget: Budget,
+    ) -> tuple[int, int, int]:
+        """Fill `response.messages` from position `at` up to message `end` within `budget`.
+
+        Messages come whole; a page ends before one that does not fit in what
+        is left. Only a message too big for any page (the page's first) is
+        cut, and continues on the next page. Returns where the next page
+        starts: (message index, content offset, reasoning offset).
+        """
+        index, content_at, reasoning_at = at
+        response.first_message_continued = bool(content_at or reasoning_at)
+        while index < end:
+            batch = await self.manager.store.thread_messages(
+                thread.thread_id, min(_MESSAGE_BATCH, end - index), user_id=thread.user_id, offset=index
+            )
+            if not batch:  # fewer messages than counted: nothing more to read
+                return end, 0, 0
+            for message in batch:
+                if response.messages:  # later messages come whole, or on the next page
+                    if not budget.take(message.ByteSize()):
+                        return index, 0, 0
+                    response.messages.append(message)
+                    index += 1
+                    continue
+                part = message_part(message, content_at, reasoning_at, max(budget.left, RESPONSE_BYTES // 2))
+                # None: its tool calls alone fill a page (a gateway whose argument limit allows
+                # that); it goes whole rather than never.
+                piece, content_at, reasoning_at = part or (message, -1, -1)
+                budget.take(piece.ByteSize(), first=True)
+                response.messages.append(piece)
+                if content_at >= 0:
+                    response.last_message_continues = True
+                    return index, content_at, reasoning_at
+                index, content_at, reasoning_at = index + 1, 0, 0
+        return index, 0, 0
 
     async def _thread_checkpoint(self, checkpoint_id: str, thread: ThreadRow) -> tuple[RunRow, CheckpointRow]:
         """The run and checkpoint `checkpoint_id` names in `thread`; NOT_FOUND when it is not there."""
@@ -282,16 +338,22 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
         check_ids(request)
-        size, after = page_request(request.page_size, request.page_token)
+        size = page_size(request.page_size)
+        tokens = await self._tokens()
+        binding = (request.user_id, request.thread_id, request.run_id)
+        position = tokens.read("ListCheckpoints", binding, request.page_token, (int,))
         await self.manager.owned_thread(request.thread_id, request.user_id)
         rows = await self.manager.store.list_checkpoints(
-            request.thread_id, request.run_id or None, after, size + 1, user_id=request.user_id
+            request.thread_id,
+            request.run_id or None,
+            int(position[0]) if position else 0,
+            size + 1,
+            user_id=request.user_id,
         )
-        response = agent_pb2.ListCheckpointsResponse(
-            checkpoints=[checkpoint_to_proto(r) for r in rows[:size]]
-        )
-        if len(rows) > size:
-            response.next_page_token = str(rows[size - 1].position)
+        response = agent_pb2.ListCheckpointsResponse()
+        taken = _fill(response.checkpoints, [checkpoint_to_proto(r) for r in rows[:size]])
+        if taken < len(rows):
+            response.next_page_token = tokens.issue("ListCheckpoints", binding, [rows[taken - 1].position])
         return response
 
     async def Resume(
@@ -335,16 +397,22 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListMemoriesResponse:
         check_ids(request)
-        size, offset = page_request(request.page_size, request.page_token)
-        rows = await self.manager.store.list_memories(request.user_id, limit=size + 1, offset=offset)
-        response = agent_pb2.ListMemoriesResponse(
-            memories=[
-                agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
-                for m in rows[:size]
-            ]
-        )
-        if len(rows) > size:
-            response.next_page_token = str(offset + size)
+        size = page_size(request.page_size)
+        tokens = await self._tokens()
+        binding = (request.user_id,)
+        position = tokens.read("ListMemories", binding, request.page_token, (str, str))
+        rows = await self.manager.store.list_memories(request.user_id, limit=size + 1, after=_after(position))
+        response = agent_pb2.ListMemoriesResponse()
+        memories = [
+            agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
+            for m in rows[:size]
+        ]
+        taken = _fill(response.memories, memories)
+        if taken < len(rows):
+            last = rows[taken - 1]
+            response.next_page_token = tokens.issue(
+                "ListMemories", binding, _position(last.created_at, last.memory_id)
+            )
         return response
 
     async def DeleteMemory(
@@ -365,14 +433,18 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListThreadsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListThreadsResponse:
         check_ids(request)
-        size, offset = page_request(request.page_size, request.page_token)
-        store = self.manager.store
-        rows = await store.list_threads(request.user_id, size + 1, offset)
-        response = agent_pb2.ListThreadsResponse(
-            threads=[await self._thread_summary(row) for row in rows[:size]]
-        )
-        if len(rows) > size:
-            response.next_page_token = str(offset + size)
+        size = page_size(request.page_size)
+        tokens = await self._tokens()
+        binding = (request.user_id,)
+        position = tokens.read("ListThreads", binding, request.page_token, (str, str))
+        rows = await self.manager.store.list_threads(request.user_id, size + 1, _after(position))
+        response = agent_pb2.ListThreadsResponse()
+        taken = _fill(response.threads, [await self._thread_summary(row) for row in rows[:size]])
+        if taken < len(rows):
+            last = rows[taken - 1]
+            response.next_page_token = tokens.issue(
+                "ListThreads", binding, _position(last.updated_at, last.thread_id)
+            )
         return response
 
     async def _thread_summary(self, thread: ThreadRow) -> agent_pb2.ThreadSummary:
@@ -388,7 +460,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             last = await store.thread_messages(
                 thread.thread_id, 1, user_id=thread.user_id, offset=thread.message_count - 1
             )
-            summary.preview = last[0].content[:PREVIEW_CHARS] if last else ""
+            summary.preview = last[0].content[:THREAD_PREVIEW_CHARS] if last else ""
         run = await store.latest_run(thread.thread_id, user_id=thread.user_id)
         if run is not None:
             summary.latest_run_id = run.run_id
@@ -399,18 +471,25 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         self, request: agent_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListRunsResponse:
         check_ids(request)
-        size, offset = page_request(request.page_size, request.page_token)
+        size = page_size(request.page_size)
+        tokens = await self._tokens()
+        binding = (request.user_id, request.thread_id)
+        position = tokens.read("ListRuns", binding, request.page_token, (str, str))
         await self.manager.owned_thread(request.thread_id, request.user_id)
         store = self.manager.store
-        rows = await store.list_runs(request.thread_id, size + 1, offset, user_id=request.user_id)
-        response = agent_pb2.ListRunsResponse(
-            runs=[
-                run_info(run, await store.latest_checkpoint(run.run_id), self.manager.default_max_steps)
-                for run in rows[:size]
-            ]
-        )
-        if len(rows) > size:
-            response.next_page_token = str(offset + size)
+        rows = await store.list_runs(request.thread_id, size + 1, _after(position), user_id=request.user_id)
+        infos = []
+        for run in rows[:size]:
+            info = run_info(run, await store.latest_checkpoint(run.run_id), self.manager.default_max_steps)
+            bounded_reply(info, max_chars=PREVIEW_CHARS)
+            infos.append(info)
+        response = agent_pb2.ListRunsResponse()
+        taken = _fill(response.runs, infos)
+        if taken < len(rows):
+            last = rows[taken - 1]
+            response.next_page_token = tokens.issue(
+                "ListRuns", binding, _position(last.created_at, last.run_id)
+            )
         return response
 
     async def ForkThread(
@@ -423,11 +502,11 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         thread = await self.manager.store.get_thread(request.thread_id, user_id=request.user_id)
         assert thread is not None
         _, checkpoint = await self._thread_checkpoint(request.checkpoint_id, thread)
-        forked = await self.manager.store.fork_thread(
-            thread.thread_id,
+        forked = await fork(
+            self.manager.store,
+            thread,
             request.new_thread_id or uuid.uuid4().hex,
             checkpoint.record.message_count,
-            user_id=thread.user_id,
         )
         return agent_pb2.ForkThreadResponse(thread_id=forked.thread_id, message_count=forked.message_count)
 
@@ -517,6 +596,30 @@ async def create_server(
         settings.tools_addr,
     )
     return gateway
+
+
+def _fill(field: Any, items: Sequence[Message]) -> int:
+    """Append to the repeated `field` the first of `items` that fit RESPONSE_BYTES; how many did."""
+    budget = Budget()
+    for i, item in enumerate(items):
+        if not budget.take(item.ByteSize(), first=i == 0):
+            return i
+        field.append(item)
+    return len(items)
+
+
+def _invoke_response(
+    run_id: str, thread_id: str, final: agent_pb2.RunFinal, results: Sequence[common_pb2.ToolResult]
+) -> agent_pb2.InvokeResponse:
+    """Invoke's answer within RESPONSE_BYTES: the (bounded) outcome, then the tool results that fit."""
+    response = agent_pb2.InvokeResponse(run_id=run_id, thread_id=thread_id, final=bounded_final(final))
+    budget = Budget(RESPONSE_BYTES - response.ByteSize())
+    for result in results:
+        if not budget.take(result.ByteSize()):
+            response.tool_results_truncated = True
+            break
+        response.tool_results.append(result)
+    return response
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

@@ -198,6 +198,7 @@ class RunState:
             self.usage.completion_tokens += update.usage.completion_tokens
             self.usage.total_tokens += update.usage.total_tokens
             self.usage.reasoning_tokens += update.usage.reasoning_tokens
+            self.usage.cached_prompt_tokens += update.usage.cached_prompt_tokens
         for name in _OVERWRITTEN:
             if (value := getattr(update, name)) is not None:
                 setattr(self, name, value)

@@ -12,7 +12,7 @@ import math
 import jsonschema
 
 from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError, check_bounds
+from agentloop.jsonlimits import JsonLimitError, check_bounds, loads_bounded
 from agentloop.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from agentloop.wellknown import seconds, struct_to_dict
@@ -238,11 +238,29 @@ def new_turn_messages(request: RunLikeRequest) -> list[common_pb2.Message]:
                 raise InvalidArgument(f"history[{i}].tool_calls", "only assistant messages may call tools")
             if not call.id or not call.name:
                 raise InvalidArgument(f"history[{i}].tool_calls[{j}]", "needs an id and a name")
+            _check_provider_fields(
+                f"history[{i}].tool_calls[{j}].provider_fields_json", call.provider_fields_json
+            )
             open_calls.add(call.id)
+        _check_provider_fields(f"history[{i}].provider_fields_json", msg.provider_fields_json)
     if open_calls:
         raise InvalidArgument("history", "ends with tool calls that have no results")
     question = common_pb2.Message(role=common_pb2.ROLE_USER, content=request.input)
     return [*request.history, question]
+
+
+def _check_provider_fields(field: str, text: str) -> None:
+    """Provider fields go back to the model merged into the message: they must be a JSON object."""
+    if not text:
+        return
+    try:
+        value = loads_bounded(text, what="provider fields")
+    except JsonLimitError as exc:
+        raise InvalidArgument(field, exc.problem) from None
+    except ValueError as exc:
+        raise InvalidArgument(field, f"is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument(field, "must be a JSON object")
 
 
 def _check_storable_text(request: RunLikeRequest) -> None:

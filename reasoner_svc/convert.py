@@ -1,13 +1,15 @@
-"""Translation between the agentloop.v1 contract and OpenAI chat-completions payloads.
+"""Requests from the agentloop.v1 contract to OpenAI chat-completions payloads.
 
 Kept apart from the servicer so the mapping can be unit tested without a
-network, and so the tool-call delta assembly (the fiddly part of streaming)
-lives in one place.
+network. Reading the answers back is reasoner_svc.assembly's.
+
+Provider fields (what an endpoint sent beyond the standard shape, kept on the
+message and on each tool call) go back verbatim, merged into the message or
+call they came with; they never replace a standard key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -47,21 +49,51 @@ def message_to_openai(msg: common_pb2.Message, path: str) -> dict[str, Any]:
     if role == "assistant" and msg.tool_calls:
         out["content"] = msg.content or None
         out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments_json or "{}"},
-            }
-            for call in msg.tool_calls
+            _with_provider_fields(
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json or "{}"},
+                },
+                call.provider_fields_json,
+                f"{path}.tool_calls[{i}].provider_fields_json",
+            )
+            for i, call in enumerate(msg.tool_calls)
         ]
     else:
         out["content"] = msg.content
+    if role == "assistant" and msg.provider_fields_json:
+        _with_provider_fields(out, msg.provider_fields_json, f"{path}.provider_fields_json")
     if role == "tool":
         if not msg.tool_call_id:
             raise InvalidArgument(f"{path}.tool_call_id", "must be set on a tool message")
         out["tool_call_id"] = msg.tool_call_id
     if msg.name and role != "tool":
         out["name"] = msg.name
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _provider_fields(text: str) -> dict[str, Any]:
+    """Parse stored provider fields once: the gateway sends the same history every step."""
+    value = loads_bounded(text, what="provider fields")
+    if not isinstance(value, dict):
+        raise ValueError("must be a JSON object")
+    return value
+
+
+def _with_provider_fields(out: dict[str, Any], text: str, path: str) -> dict[str, Any]:
+    """`out` with the provider fields of `text` added (standard keys are left as they are)."""
+    if not text:
+        return out
+    try:
+        fields = _provider_fields(text)
+    except JsonLimitError as exc:
+        raise InvalidArgument(path, exc.problem) from None
+    except ValueError as exc:
+        raise InvalidArgument(path, f"is not a JSON object: {exc}") from None
+    for key, value in fields.items():
+        out.setdefault(key, value)
     return out
 
 
@@ -142,164 +174,3 @@ def _sampling_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
             raise InvalidArgument("params.max_tokens", "must be positive")
         kwargs["max_tokens"] = params.max_tokens
     return kwargs
-
-
-def _dict(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} is not a JSON object")
-    return value
-
-
-def usage_from_openai(usage: Any) -> common_pb2.Usage:
-    """Usage figures from an OpenAI usage object (reasoning tokens when reported)."""
-    if not isinstance(usage, dict):
-        return common_pb2.Usage()
-    details = usage.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return common_pb2.Usage(
-        prompt_tokens=usage.get("prompt_tokens") or 0,
-        completion_tokens=usage.get("completion_tokens") or 0,
-        total_tokens=usage.get("total_tokens") or 0,
-        reasoning_tokens=reasoning or 0,
-    )
-
-
-def reasoning_of(message: dict[str, Any]) -> str:
-    """Reasoning text of a message or delta: `reasoning_content` (vLLM, DeepSeek) or `reasoning`."""
-    value = message.get("reasoning_content") or message.get("reasoning")
-    return value if isinstance(value, str) else ""
-
-
-def completion_size(result: reasoner_pb2.StepResult) -> int:
-    """UTF-8 bytes of a result's text, reasoning and tool calls (what a completion limit counts)."""
-    message = result.message
-    size = len(message.content.encode()) + len(message.reasoning_content.encode())
-    return size + sum(len(c.name.encode()) + len(c.arguments_json.encode()) for c in message.tool_calls)
-
-
-def result_from_completion(completion: Any) -> reasoner_pb2.StepResult:
-    """A non-streamed chat.completion (decoded JSON) as a StepResult."""
-    completion = _dict(completion, "the completion")
-    choices = completion.get("choices") or []
-    usage = usage_from_openai(completion.get("usage"))
-    model = completion.get("model") or ""
-    if not choices:
-        return reasoner_pb2.StepResult(
-            message=common_pb2.Message(role=common_pb2.ROLE_ASSISTANT),
-            finish_reason="stop",
-            usage=usage,
-            model=model,
-        )
-    choice = _dict(choices[0], "choices[0]")
-    msg = _dict(choice.get("message"), "choices[0].message")
-    calls = []
-    for i, raw in enumerate(msg.get("tool_calls") or ()):
-        fn = _dict(_dict(raw, f"tool_calls[{i}]").get("function"), f"tool_calls[{i}].function")
-        calls.append(
-            common_pb2.ToolCall(
-                id=raw.get("id") or f"call_{i}",
-                name=fn.get("name") or "",
-                arguments_json=fn.get("arguments") or "",
-            )
-        )
-    return reasoner_pb2.StepResult(
-        message=common_pb2.Message(
-            role=common_pb2.ROLE_ASSISTANT,
-            content=msg.get("content") or "",
-            reasoning_content=reasoning_of(msg),
-            tool_calls=calls,
-        ),
-        finish_reason=choice.get("finish_reason") or "",
-        usage=usage,
-        model=model,
-    )
-
-
-@dataclass
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class StreamAssembler:
-    """Accumulates streamed chunks into the final assistant message.
-
-    Tool calls arrive as deltas keyed by `index`: the first delta of a call
-    carries its id and name, later ones append pieces of the arguments text.
-    """
-
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, _PartialCall] = field(default_factory=dict)
-    finish_reason: str = ""
-    model: str = ""
-    usage: common_pb2.Usage = field(default_factory=common_pb2.Usage)
-    size: int = 0
-    """UTF-8 bytes of text, reasoning and tool-call arguments received so far."""
-
-    def add_chunk(self, chunk: Any) -> tuple[str, str]:
-        """Fold one chat.completion.chunk (decoded JSON) in; returns its (reasoning, content) text."""
-        chunk = _dict(chunk, "a stream chunk")
-        if chunk.get("usage"):
-            self.usage = usage_from_openai(chunk["usage"])
-        if chunk.get("model"):
-            self.model = chunk["model"]
-        reasoning_parts: list[str] = []
-        content_parts: list[str] = []
-        for choice in chunk.get("choices") or ():
-            delta = _dict(_dict(choice, "a stream choice").get("delta") or {}, "a stream delta")
-            reasoning = reasoning_of(delta)
-            if reasoning:
-                self.reasoning.append(reasoning)
-                reasoning_parts.append(reasoning)
-                self.size += len(reasoning.encode())
-            content = delta.get("content")
-            if content:
-                self.content.append(content)
-                content_parts.append(content)
-                self.size += len(str(content).encode())
-            for tc in delta.get("tool_calls") or ():
-                fn = tc.get("function") or {}
-                self.add_tool_call_delta(
-                    tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments")
-                )
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        return "".join(reasoning_parts), "".join(content_parts)
-
-    def add_tool_call_delta(
-        self, index: int, call_id: str | None, name: str | None, arguments: str | None
-    ) -> None:
-        """Merge one tool-call delta into the call at `index`."""
-        call = self.calls.get(index)
-        if call is None:
-            call = self.calls[index] = _PartialCall()
-        if call_id:
-            call.id = call_id
-        if name:
-            call.name += name
-            self.size += len(name.encode())
-        if arguments:
-            call.arguments.append(arguments)
-            self.size += len(arguments.encode())
-
-    def result(self) -> reasoner_pb2.StepResult:
-        """The assembled StepResult; calls ordered by their stream index."""
-        calls = [
-            common_pb2.ToolCall(id=c.id or f"call_{i}", name=c.name, arguments_json="".join(c.arguments))
-            for i, c in sorted(self.calls.items())
-        ]
-        finish = self.finish_reason or ("tool_calls" if calls else "stop")
-        return reasoner_pb2.StepResult(
-            message=common_pb2.Message(
-                role=common_pb2.ROLE_ASSISTANT,
-                content="".join(self.content),
-                reasoning_content="".join(self.reasoning),
-                tool_calls=calls,
-            ),
-            finish_reason=finish,
-            usage=self.usage,
-            model=self.model,
-        )

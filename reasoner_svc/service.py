@@ -1,15 +1,15 @@
-"""The Reasoner gRPC service: one OpenAI-compatible chat-completions call per RPC.
+"""The Reasoner gRPC service: one model step per RPC, within one budget of model requests.
 
 One `AsyncOpenAI` client lives for the whole process (connection pooling and
 keep-alive are what make a call cheap); each RPC only builds its request
-payload. The payload is already in the wire shape, so it goes through the
-client's `post` (the SDK's documented path for raw bodies) rather than
-`chat.completions.create`, whose per-call recursive parameter transform costs
-time proportional to the conversation length — several milliseconds of CPU per
-step on long runs. Retries, auth, timeouts, error types and response models are
-still the SDK's; responses are decoded JSON rather than pydantic models,
-which halves the cost of a streamed call. Endpoint failures become typed errors, which the shared
-interceptor maps to gRPC status codes.
+payload and hands it to the model protocol (reasoner_svc.protocol). The
+Reasoner owns retries: a step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES
+requests to the model, whatever fails (an HTTP error, a refused connection,
+an error inside a stream before anything was streamed), and the error it
+answers with after that carries gRPC's server pushback, so the gateway's
+channel does not multiply the attempts. Endpoint failures become typed errors
+(reasoner_svc.endpoint_errors), which the shared interceptor maps to gRPC
+status codes.
 """
 
 from __future__ import annotations
@@ -21,86 +21,39 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 import grpc
 import openai
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from agentloop.errors import (
-    AgentloopError,
-    DeadlineExceeded,
-    FailedPrecondition,
-    InvalidArgument,
-    NotFound,
-    ResourceExhausted,
-    Unavailable,
-)
+from agentloop.errors import AgentloopError, DeadlineExceeded, ResourceExhausted
+from agentloop.retry import Backoff
 from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
 from agentloop.serving import Server, serve_service
 from agentloop.settings import ReasonerSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import reasoner_pb2, reasoner_pb2_grpc
-from reasoner_svc.convert import (
-    StreamAssembler,
-    completion_size,
-    request_kwargs,
-    result_from_completion,
-)
+from reasoner_svc.assembly import AnswerReader
+from reasoner_svc.convert import request_kwargs
+from reasoner_svc.endpoint_errors import Failure, classify, could_not_connect
+from reasoner_svc.protocol import ChatCompletions, ModelProtocol
+from reasoner_svc.think_tags import ThinkMode
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = reasoner_pb2.DESCRIPTOR.services_by_name["Reasoner"].full_name
 # Below this many seconds of caller deadline a model call cannot usefully start.
 _MIN_USEFUL_DEADLINE_S = 0.05
-
-
-def map_openai_error(exc: Exception, base_url: str) -> AgentloopError:
-    """The typed error for an exception raised by the openai client."""
-    if isinstance(exc, openai.APITimeoutError) and not _could_not_connect(exc):
-        return DeadlineExceeded(f"model endpoint {base_url} did not answer in time")
-    if isinstance(exc, openai.APIConnectionError):
-        return Unavailable(f"model endpoint {base_url} is unreachable: {exc}")
-    if isinstance(exc, openai.RateLimitError):
-        return ResourceExhausted(
-            f"model endpoint rate-limited the request (429) after retries: {exc.message}"
-        )
-    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
-        return InvalidArgument("params", f"model endpoint rejected the request: {exc.message}")
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return FailedPrecondition(f"model endpoint refused the configured API key: {exc.message}")
-    if isinstance(exc, openai.NotFoundError):
-        return NotFound(f"model endpoint answered 404 (unknown model?): {exc.message}")
-    if isinstance(exc, openai.APIStatusError):
-        return Unavailable(f"model endpoint failed with HTTP {exc.status_code}: {exc.message}")
-    if isinstance(exc, openai.APIResponseValidationError | ValueError):
-        return Unavailable(f"model endpoint sent a malformed response: {exc}")
-    if isinstance(exc, openai.OpenAIError):
-        return Unavailable(f"model call failed: {exc}")
-    return Unavailable(f"model call failed: {type(exc).__name__}: {exc}")
-
-
-def _could_not_connect(exc: BaseException) -> bool:
-    """Whether a timeout error is really a refused or failed connection.
-
-    The SDK's aiohttp transport reports any failure to connect (refused, no
-    route, DNS) as a connect *timeout*; aiohttp's own exception, further down
-    the chain, says which it was (its real connect timeouts are another type).
-    """
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, aiohttp.ClientConnectorError):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
+# Between model requests of one step, as the openai SDK waits (0.5 s doubling to 8 s), jittered.
+MODEL_BACKOFF = Backoff(base_s=0.5, max_s=8.0, jitter=0.5)
+# A Retry-After longer than this is the caller's to honour (RetryInfo), not a wait inside the step.
+_MAX_SERVER_WAIT_S = 20.0
 
 
 def _error_type(exc: BaseException) -> str:
     """The endpoint error's type name; a failed connection reported as a timeout is a connection error."""
-    if isinstance(exc, openai.APITimeoutError) and _could_not_connect(exc):
+    if isinstance(exc, openai.APITimeoutError) and could_not_connect(exc):
         return openai.APIConnectionError.__name__
     return type(exc).__name__
 
@@ -109,10 +62,15 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
     """Serves Step and StreamStep through one shared openai client."""
 
     def __init__(
-        self, settings: ReasonerSettings, client: openai.AsyncOpenAI, telemetry: Telemetry | None = None
+        self,
+        settings: ReasonerSettings,
+        client: openai.AsyncOpenAI,
+        telemetry: Telemetry | None = None,
+        protocol: ModelProtocol | None = None,
     ) -> None:
         self._settings = settings
-        self._client = client
+        self._think = ThinkMode(settings.think_tags)
+        self._protocol: ModelProtocol = protocol or ChatCompletions(client, self._think)
         self._telemetry = telemetry or Telemetry.noop()
         endpoint = urlsplit(settings.base_url)
         self._server: dict[str, AttributeValue] = {"server.address": endpoint.hostname or ""}
@@ -169,13 +127,19 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
             "(AGENTLOOP_MODEL_TIMEOUT_S, or the caller's shorter deadline)"
         )
 
-    def _check_size(self, size: int) -> None:
-        """Refuse a completion over AGENTLOOP_MAX_COMPLETION_BYTES before holding any more of it."""
+    def _check_size(self, reader: AnswerReader) -> None:
+        """Refuse an answer over its bounds before holding any more of it."""
         limit = self._settings.max_completion_bytes
-        if size > limit:
+        if reader.size > limit:
             raise ResourceExhausted(
                 f"the model's answer passed {limit} bytes (AGENTLOOP_MAX_COMPLETION_BYTES) and was stopped; "
                 "ask for a shorter answer or set max_tokens"
+            )
+        limit = self._settings.max_provider_field_bytes
+        if reader.provider_size > limit:
+            raise ResourceExhausted(
+                f"model endpoint {self._settings.base_url} sent more than {limit} bytes of fields beyond "
+                "the standard answer (AGENTLOOP_MAX_PROVIDER_FIELD_BYTES)"
             )
 
     def _timeout(self, context: grpc.aio.ServicerContext) -> float:
@@ -188,25 +152,58 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
             timeout = min(timeout, remaining)
         return timeout
 
+    def _reader(self) -> AnswerReader:
+        return AnswerReader(endpoint=self._settings.base_url, think=self._think)
+
+    async def _after_failure(self, exc: Exception, attempt: int, deadline: float, retry: bool) -> None:
+        """Wait before the next request when one may help and fits the budget; else raise the answer.
+
+        The error raised is marked retried: the budget is spent (or another request cannot help),
+        so the gateway's channel must not send the step again.
+        """
+        failure: Failure = classify(exc, self._settings.base_url)
+        wait = self._wait_before(failure, attempt, deadline) if retry else None
+        if wait is None:
+            failure.error.retried = True
+            raise failure.error from exc
+        log.warning(
+            "model request %d of %d failed (%s); trying again in %.2f s",
+            attempt + 1,
+            self._settings.max_retries + 1,
+            failure.error.message,
+            wait,
+        )
+        await asyncio.sleep(wait)
+
+    def _wait_before(self, failure: Failure, attempt: int, deadline: float) -> float | None:
+        """The wait before another request, or None when there is to be none."""
+        if not failure.retryable or attempt >= self._settings.max_retries:
+            return None
+        wait = failure.wait_s if failure.wait_s is not None else MODEL_BACKOFF.delay_s(attempt)
+        left = deadline - asyncio.get_running_loop().time()
+        if wait > _MAX_SERVER_WAIT_S or wait + _MIN_USEFUL_DEADLINE_S >= left:
+            return None
+        return wait
+
     async def Step(
         self, request: reasoner_pb2.StepRequest, context: grpc.aio.ServicerContext
     ) -> reasoner_pb2.StepResponse:
         body = request_kwargs(request.params, self._settings.model)
         timeout = self._timeout(context)
-        options: Any = {"timeout": timeout}
+        deadline = asyncio.get_running_loop().time() + timeout
         with self._chat_span(body, streamed=False) as span:
-            try:
-                # The client's timeout bounds each read; this bounds the whole call.
-                async with asyncio.timeout(timeout):
-                    completion = await self._client.post(
-                        "/chat/completions", body=body, cast_to=dict, options=options
-                    )
-            except TimeoutError:
-                raise self._too_slow(timeout) from None
-            except (openai.OpenAIError, ValueError) as exc:
-                raise map_openai_error(exc, self._settings.base_url) from exc
-            result = result_from_completion(completion)
-            self._check_size(completion_size(result))
+            for attempt in range(self._settings.max_retries + 1):
+                reader = self._reader()
+                try:
+                    await self._protocol.complete(body, deadline, reader)
+                    break
+                except TimeoutError:
+                    raise self._too_slow(timeout) from None
+                except Exception as exc:
+                    await self._after_failure(exc, attempt, deadline, retry=True)
+            span.set_attribute("agentloop.model.requests", attempt + 1)
+            self._check_size(reader)
+            result = reader.result()
             self._record(span, result, body["model"])
         return reasoner_pb2.StepResponse(result=result)
 
@@ -214,63 +211,49 @@ class ReasonerService(reasoner_pb2_grpc.ReasonerServicer):
         self, request: reasoner_pb2.StreamStepRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[reasoner_pb2.StreamStepResponse]:
         body = request_kwargs(request.params, self._settings.model)
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
         timeout = self._timeout(context)
-        options: Any = {"timeout": timeout}
-        # The client's timeout bounds each read, so a trickling stream would never hit it: every
-        # wait for the endpoint is also bounded by one deadline for the whole call.
         deadline = asyncio.get_running_loop().time() + timeout
-        acc = StreamAssembler()
         with self._chat_span(body, streamed=True) as span:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    stream = await self._client.post(
-                        "/chat/completions",
-                        body=body,
-                        cast_to=dict,
-                        options=options,
-                        stream=True,
-                        stream_cls=openai.AsyncStream[dict[str, Any]],
-                    )
+            for attempt in range(self._settings.max_retries + 1):
+                reader = self._reader()
+                streamed = False
                 try:
-                    chunks = aiter(stream)
-                    while True:
-                        async with asyncio.timeout_at(deadline):
-                            chunk = await anext(chunks, None)
-                        if chunk is None:
-                            break
-                        reasoning, content = acc.add_chunk(chunk)
-                        self._check_size(acc.size)
+                    async for reasoning, content in self._protocol.stream(body, deadline, reader):
+                        self._check_size(reader)
                         if reasoning:
+                            streamed = True
                             yield reasoner_pb2.StreamStepResponse(reasoning_token=reasoning)
                         if content:
+                            streamed = True
                             yield reasoner_pb2.StreamStepResponse(token=content)
-                finally:
-                    await stream.close()
-            except TimeoutError:
-                raise self._too_slow(timeout) from None
-            except (openai.OpenAIError, ValueError) as exc:
-                raise map_openai_error(exc, self._settings.base_url) from exc
-            result = acc.result()
+                    break
+                except TimeoutError:
+                    raise self._too_slow(timeout) from None
+                except AgentloopError:
+                    raise
+                except Exception as exc:
+                    # Once tokens went out, another request would repeat them: this one is the answer.
+                    await self._after_failure(exc, attempt, deadline, retry=not streamed)
+            span.set_attribute("agentloop.model.requests", attempt + 1)
+            result = reader.result()
             self._record(span, result, body["model"])
         yield reasoner_pb2.StreamStepResponse(result=result)
 
 
 def make_client(settings: ReasonerSettings) -> openai.AsyncOpenAI:
-    """The process-wide openai client; retries 429/5xx/connection errors with backoff.
+    """The process-wide openai client; its own retries are off (the Reasoner's budget owns them).
 
     Its HTTP transport is the SDK's aiohttp one (`DefaultAioHttpClient`, the
     `openai[aiohttp]` extra; aiohttp is a dependency anyway, for the scripted
     model server): the default httpx transport was a third of this service's
     CPU per model call, and aiohttp takes about a sixth of the service's CPU
-    per step off. Same SDK behaviour either way: retries, timeouts, streaming.
+    per step off. Same SDK behaviour either way: timeouts, streaming, error types.
     """
     return openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
         timeout=settings.timeout_s,
-        max_retries=settings.max_retries,
+        max_retries=0,
         http_client=openai.DefaultAioHttpClient(timeout=settings.timeout_s),
     )
 

@@ -183,7 +183,11 @@ def event(response: Any) -> ev.Event:
 def final(f: agent_pb2.RunFinal, run_id: str, thread_id: str, sequence: int) -> ev.Final:
     md = f.metadata
     usage = ev.Usage(
-        md.usage.prompt_tokens, md.usage.completion_tokens, md.usage.total_tokens, md.usage.reasoning_tokens
+        md.usage.prompt_tokens,
+        md.usage.completion_tokens,
+        md.usage.total_tokens,
+        md.usage.reasoning_tokens,
+        md.usage.cached_prompt_tokens,
     )
     return ev.Final(
         run_id,

@@ -121,6 +121,8 @@ class Usage:
     completion_tokens: int = 0
     total_tokens: int = 0
     reasoning_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Part of prompt_tokens the provider read from its prompt cache (billed lower)."""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ every answer, tool call, delay and failure is decided in advance.
 from agentloop.scripted_model.cli import serve
 from agentloop.scripted_model.demo import DEMO_QUESTION, DEMO_SQL_QUESTION, demo_script
 from agentloop.scripted_model.messages import NO_RESULT
+from agentloop.scripted_model.recording import Recording
 from agentloop.scripted_model.script import (
     DEFAULT_FINAL_TEXT,
     ECHO_SCENARIO,
@@ -30,6 +31,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "Latency",
+    "Recording",
     "Scenario",
     "Script",
     "ScriptedModelServer",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, cast, get_args
 
 from agentloop.scripted_model.messages import last_user_index, message_text, render
+from agentloop.scripted_model.recording import Recording
 
 DEFAULT_FINAL_TEXT = "I have to stop here; this is what I found so far."
 """Said instead of a tool-calling turn when the request offers no tools (e.g. a forced final answer)."""
@@ -129,14 +130,19 @@ class ScriptedToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One assistant reply. ``finish_reason`` left as None becomes "tool_calls" or "stop"."""
+    """One assistant reply. ``finish_reason`` left as None becomes "tool_calls" or "stop".
+
+    With ``replay`` the reply is that recorded HTTP answer, sent as it is (streamed or not,
+    whatever the request asked); the other fields are then unused.
+    """
 
     content: str = ""
     reasoning: str = ""
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     finish_reason: str | None = None
+    replay: Recording | None = None
 
-    _FIELDS = frozenset({"content", "reasoning", "tool_calls", "finish_reason"})
+    _FIELDS = frozenset({"content", "reasoning", "tool_calls", "finish_reason", "replay"})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
@@ -155,10 +161,13 @@ class Turn:
             reasoning=_get_str(fields, "reasoning", where, ""),
             tool_calls=_parse_each(calls, ScriptedToolCall.from_dict, where, "tool_calls"),
             finish_reason=_get_optional_str(fields, "finish_reason", where),
+            replay=Recording.from_dict(fields["replay"], _where(where, "replay"))
+            if fields.get("replay") is not None
+            else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return _as_dict(self, "content", "reasoning", "tool_calls", "finish_reason")
+        return _as_dict(self, "content", "reasoning", "tool_calls", "finish_reason", "replay")
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +365,8 @@ class Script:
         scenario = self.scenario_for(user_text)
         index = sum(1 for message in messages[user_at + 1 :] if message.get("role") == "assistant")
         turn = scenario.turns[min(index, len(scenario.turns) - 1)]
+        if turn.replay is not None:
+            return turn
 
         if turn.tool_calls and not tools_offered and not scenario.ignore_tool_choice:
             final = scenario.final_text if scenario.final_text is not None else DEFAULT_FINAL_TEXT

@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from agentloop.scripted_model.recording import Recording
 from agentloop.scripted_model.script import Fault, Latency, Script, Turn
 from agentloop.scripted_model.wire import (
     DONE,
@@ -38,6 +39,10 @@ _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "functio
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _JSON = "application/json"
 _MAX_BODY = 64 * 1024 * 1024
+# Headers of a recorded answer that described its transport, not its content: aiohttp sets its own.
+_HOP_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"}
+)
 _TRUNCATED = Turn(content="This answer is cut off before")
 
 
@@ -231,6 +236,9 @@ class ScriptedModelServer:
         messages = body["messages"]
         tools_offered = bool(body.get("tools")) and body.get("tool_choice") != "none"
         turn = script.select(messages, tools_offered)
+        if turn.replay is not None:
+            self.prompt_sizes.append(prompt_tokens(messages))
+            return await self._replay(request, turn.replay, script.latency)
         pieces = Pieces.of(turn)
         model = body.get("model")
         model = model if isinstance(model, str) and model else MODEL_ID
@@ -289,6 +297,31 @@ class ScriptedModelServer:
             self.streams_finished += 1
         except ConnectionResetError:
             pass  # the client hung up mid-stream; aiohttp closes the connection quietly
+        return response
+
+    async def _replay(
+        self, request: web.Request, recording: Recording, latency: Latency
+    ) -> web.StreamResponse:
+        """A recorded answer as the real server sent it: status, headers, and the body event by event."""
+        if latency.response_ms:
+            await asyncio.sleep(latency.response_ms / 1000)
+        headers = {name: value for name, value in recording.headers if name.lower() not in _HOP_HEADERS}
+        headers["Content-Type"] = recording.content_type
+        if not recording.is_stream:
+            return web.Response(status=recording.status, body=recording.body.encode(), headers=headers)
+        response = web.StreamResponse(status=recording.status, headers=headers)
+        try:
+            await response.prepare(request)
+            first = True
+            for event in recording.events():
+                if latency.per_token_ms and not first:
+                    await asyncio.sleep(latency.per_token_ms / 1000)
+                first = False
+                await response.write(event)
+            await response.write_eof()
+            self.streams_finished += 1
+        except ConnectionResetError:
+            pass
         return response
 
     async def _inject(self, fault: Fault, request: web.Request, stream: bool) -> web.StreamResponse:

@@ -798,8 +798,20 @@ class RunFinal(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     RUN_MESSAGES_FIELD_NUMBER: _builtins.int
     STRUCTURED_OUTPUT_FIELD_NUMBER: _builtins.int
+    FINAL_REPLY_TRUNCATED_FIELD_NUMBER: _builtins.int
+    RUN_MESSAGES_TRUNCATED_FIELD_NUMBER: _builtins.int
     final_reply: _builtins.str
     """The answer for the user."""
+    final_reply_truncated: _builtins.bool
+    """True when final_reply holds only the start of the answer: the event (or
+    Invoke's response) stays under 4 MiB, the default receive limit of gRPC
+    clients. The whole answer is the run's last assistant message (GetThread).
+    """
+    run_messages_truncated: _builtins.bool
+    """True when run_messages holds only the first messages the run added, cut
+    to keep the event under 4 MiB; GetThread pages the rest (from
+    total_messages minus the run's count, or from the start).
+    """
     @_builtins.property
     def metadata(self) -> Global___RunMetadata:
         """Counters of the run."""
@@ -824,10 +836,12 @@ class RunFinal(_message.Message):
         metadata: Global___RunMetadata | None = ...,
         run_messages: _abc.Iterable[_common_pb2.Message] | None = ...,
         structured_output: _struct_pb2.Struct | None = ...,
+        final_reply_truncated: _builtins.bool = ...,
+        run_messages_truncated: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "structured_output", b"structured_output"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["final_reply", b"final_reply", "metadata", b"metadata", "run_messages", b"run_messages", "structured_output", b"structured_output"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["final_reply", b"final_reply", "final_reply_truncated", b"final_reply_truncated", "metadata", b"metadata", "run_messages", b"run_messages", "run_messages_truncated", b"run_messages_truncated", "structured_output", b"structured_output"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1048,17 +1062,25 @@ class InvokeResponse(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     FINAL_FIELD_NUMBER: _builtins.int
     TOOL_RESULTS_FIELD_NUMBER: _builtins.int
+    TOOL_RESULTS_TRUNCATED_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run's id."""
     thread_id: _builtins.str
     """The conversation the run belongs to."""
+    tool_results_truncated: _builtins.bool
+    """True when tool_results was cut to keep the response under 4 MiB, the
+    default receive limit of gRPC clients; every result is also a tool
+    message of the thread (GetThread).
+    """
     @_builtins.property
     def final(self) -> Global___RunFinal:
         """The outcome, as in the final event of Run."""
 
     @_builtins.property
     def tool_results(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ToolResult]:
-        """Every tool result of the run, in completion order."""
+        """Every tool result of the run, in completion order (the first ones only
+        when tool_results_truncated).
+        """
 
     def __init__(
         self,
@@ -1067,10 +1089,11 @@ class InvokeResponse(_message.Message):
         thread_id: _builtins.str = ...,
         final: Global___RunFinal | None = ...,
         tool_results: _abc.Iterable[_common_pb2.ToolResult] | None = ...,
+        tool_results_truncated: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["final", b"final"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["final", b"final", "run_id", b"run_id", "thread_id", b"thread_id", "tool_results", b"tool_results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["final", b"final", "run_id", b"run_id", "thread_id", b"thread_id", "tool_results", b"tool_results", "tool_results_truncated", b"tool_results_truncated"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1093,6 +1116,7 @@ class RunInfo(_message.Message):
     OWNER_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    FINAL_REPLY_TRUNCATED_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run."""
     thread_id: _builtins.str
@@ -1102,7 +1126,10 @@ class RunInfo(_message.Message):
     max_steps: _builtins.int
     """The step limit of the run."""
     final_reply: _builtins.str
-    """The reply, once the run ended."""
+    """The reply, once the run ended. In ListRuns a preview of its first
+    1,000 characters; in GetThread its first 512 KiB. final_reply_truncated
+    says when it was cut.
+    """
     next_node: _builtins.str
     """Node the run will execute next ("" once it ended)."""
     checkpoint_id: _builtins.str
@@ -1111,6 +1138,11 @@ class RunInfo(_message.Message):
     """Gateway instance holding the run's lease; empty when none does."""
     request_id: _builtins.str
     """The request_id the run was started with; empty when none."""
+    final_reply_truncated: _builtins.bool
+    """True when final_reply holds only the start of the reply. The whole reply
+    is the run's last assistant message: GetThread with this checkpoint_id
+    pages the conversation as of then.
+    """
     @_builtins.property
     def metadata(self) -> Global___RunMetadata:
         """Counters and stop reason so far (final values once the run ended)."""
@@ -1133,10 +1165,11 @@ class RunInfo(_message.Message):
         owner: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         request_id: _builtins.str = ...,
+        final_reply_truncated: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "metadata", b"metadata"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "request_id", b"request_id", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "created_at", b"created_at", "final_reply", b"final_reply", "final_reply_truncated", b"final_reply_truncated", "max_steps", b"max_steps", "metadata", b"metadata", "next_node", b"next_node", "owner", b"owner", "request_id", b"request_id", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1217,11 +1250,15 @@ class GetThreadRequest(_message.Message):
     """Read the state as of this checkpoint instead of the latest. Optional."""
     page_size: _builtins.int
     """Messages per page in [1, 1000]; 0 means 100. A page also ends early
-    once it holds 1 MiB of messages, so a response stays far below the 4 MiB
-    default receive limit of gRPC clients.
+    once the response would pass 3.5 MiB, so it fits the 4 MiB default receive
+    limit of gRPC clients; a message too big for one page is cut and
+    continued on the next (first_message_continued).
     """
     page_token: _builtins.str
-    """Token from a previous response; empty for the first page."""
+    """Token from a previous response to the same thread, user and
+    checkpoint_id; empty for the first page. Opaque: anything else is
+    INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -1253,6 +1290,8 @@ class GetThreadResponse(_message.Message):
     STATE_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     UPDATED_AT_FIELD_NUMBER: _builtins.int
+    FIRST_MESSAGE_CONTINUED_FIELD_NUMBER: _builtins.int
+    LAST_MESSAGE_CONTINUES_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     """The thread."""
     user_id: _builtins.str
@@ -1261,6 +1300,16 @@ class GetThreadResponse(_message.Message):
     """Token for the next page of messages; empty on the last page."""
     total_messages: _builtins.int
     """Messages in the whole conversation (as of the checkpoint)."""
+    first_message_continued: _builtins.bool
+    """True when the first message of this page is the rest of the previous
+    page's last message (which was cut to fit): append its content and
+    reasoning_content to that message's; its other fields repeat the
+    message's role, tool_call_id and name, and its tool_calls are empty.
+    """
+    last_message_continues: _builtins.bool
+    """True when the last message of this page is cut to fit: the next page
+    starts with its rest (first_message_continued).
+    """
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]:
         """One page of the conversation (as of the checkpoint when one was named),
@@ -1290,10 +1339,12 @@ class GetThreadResponse(_message.Message):
         state: Global___RunInfo | None = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         updated_at: _timestamp_pb2.Timestamp | None = ...,
+        first_message_continued: _builtins.bool = ...,
+        last_message_continues: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "state", b"state", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "messages", b"messages", "next_page_token", b"next_page_token", "state", b"state", "thread_id", b"thread_id", "total_messages", b"total_messages", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "first_message_continued", b"first_message_continued", "last_message_continues", b"last_message_continues", "messages", b"messages", "next_page_token", b"next_page_token", "state", b"state", "thread_id", b"thread_id", "total_messages", b"total_messages", "updated_at", b"updated_at", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1317,9 +1368,14 @@ class ListCheckpointsRequest(_message.Message):
     run_id: _builtins.str
     """Only this run's checkpoints. Optional."""
     page_size: _builtins.int
-    """Page size in [1, 1000]; 0 means 100."""
+    """Page size in [1, 1000]; 0 means 100. A page also ends early once the
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+    clients).
+    """
     page_token: _builtins.str
-    """Token from a previous response; empty for the first page."""
+    """Token from a previous response to the same request (thread, user and run_id); empty for
+    the first page. Opaque: anything else is INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -1346,7 +1402,9 @@ class ListCheckpointsResponse(_message.Message):
     CHECKPOINTS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
-    """Token for the next page; empty on the last page."""
+    """Token for the next page (it continues after the last item of this one,
+    whatever was added or changed since); empty on the last page.
+    """
     @_builtins.property
     def checkpoints(self) -> _containers.RepeatedCompositeFieldContainer[Global___Checkpoint]:
         """Checkpoints, oldest first."""
@@ -1639,9 +1697,14 @@ class ListMemoriesRequest(_message.Message):
     user_id: _builtins.str
     """Whose memories."""
     page_size: _builtins.int
-    """Page size in [1, 1000]; 0 means 100."""
+    """Page size in [1, 1000]; 0 means 100. A page also ends early once the
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+    clients).
+    """
     page_token: _builtins.str
-    """Token from a previous response; empty for the first page."""
+    """Token from a previous response to the same request (user); empty for
+    the first page. Opaque: anything else is INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -1666,7 +1729,9 @@ class ListMemoriesResponse(_message.Message):
     MEMORIES_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
-    """Token for the next page; empty on the last page."""
+    """Token for the next page (it continues after the last item of this one,
+    whatever was added or changed since); empty on the last page.
+    """
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[Global___Memory]:
         """The memories, newest first."""
@@ -1740,9 +1805,14 @@ class ListThreadsRequest(_message.Message):
     user_id: _builtins.str
     """The caller."""
     page_size: _builtins.int
-    """Page size in [1, 1000]; 0 means 100."""
+    """Page size in [1, 1000]; 0 means 100. A page also ends early once the
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+    clients).
+    """
     page_token: _builtins.str
-    """Token from a previous response; empty for the first page."""
+    """Token from a previous response to the same request (user); empty for
+    the first page. Opaque: anything else is INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -1819,7 +1889,9 @@ class ListThreadsResponse(_message.Message):
     THREADS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
-    """Token for the next page; empty on the last page."""
+    """Token for the next page (it continues after the last item of this one,
+    whatever was added or changed since); empty on the last page.
+    """
     @_builtins.property
     def threads(self) -> _containers.RepeatedCompositeFieldContainer[Global___ThreadSummary]:
         """Threads, most recently updated first."""
@@ -1853,9 +1925,14 @@ class ListRunsRequest(_message.Message):
     user_id: _builtins.str
     """The caller; must own the thread."""
     page_size: _builtins.int
-    """Page size in [1, 1000]; 0 means 100."""
+    """Page size in [1, 1000]; 0 means 100. A page also ends early once the
+    response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+    clients).
+    """
     page_token: _builtins.str
-    """Token from a previous response; empty for the first page."""
+    """Token from a previous response to the same request (thread and user); empty for
+    the first page. Opaque: anything else is INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -1881,7 +1958,9 @@ class ListRunsResponse(_message.Message):
     RUNS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
-    """Token for the next page; empty on the last page."""
+    """Token for the next page (it continues after the last item of this one,
+    whatever was added or changed since); empty on the last page.
+    """
     @_builtins.property
     def runs(self) -> _containers.RepeatedCompositeFieldContainer[Global___RunInfo]:
         """Runs, newest first, each as of its latest checkpoint."""
@@ -1947,7 +2026,9 @@ class ForkThreadResponse(_message.Message):
     thread_id: _builtins.str
     """The new thread; run on it with RunRequest.thread_id."""
     message_count: _builtins.int
-    """Messages copied into it: the conversation as of the checkpoint."""
+    """Messages in it: the conversation as of the checkpoint, plus one error
+    tool result per tool call still open there.
+    """
     def __init__(
         self,
         *,

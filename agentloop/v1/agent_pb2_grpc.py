@@ -210,7 +210,10 @@ class AgentServicer:
         """Copies a thread as of one of its checkpoints into a new thread of the
         same user (time travel: retry from an earlier point). The new thread has
         the conversation up to that checkpoint and no runs; runs on it never
-        change the original, nor runs on the original the copy. NOT_FOUND for an
+        change the original, nor runs on the original the copy. Tool calls that
+        had no result at that checkpoint are closed in the copy with an error
+        result ("Not run: the thread was forked before this tool call
+        finished."), so the copy is a conversation every model accepts. NOT_FOUND for an
         unknown thread or checkpoint (or another user's); ALREADY_EXISTS when
         new_thread_id is taken.
         """

@@ -182,6 +182,7 @@ class ToolCall(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    PROVIDER_FIELDS_JSON_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Identifier chosen by the model endpoint; the matching tool result carries
     it back, and tools receive it as an idempotency key.
@@ -190,7 +191,18 @@ class ToolCall(_message.Message):
     """Name of the tool to run, as listed by ToolService.ListTools."""
     arguments_json: _builtins.str
     """Arguments as the JSON text the model produced. It is kept verbatim (it
-    may be malformed); the ToolService parses and validates it.
+    may be malformed); the ToolService parses and validates it. An endpoint
+    that sends the arguments as a JSON object rather than text gets them
+    written as compact JSON text.
+    """
+    provider_fields_json: _builtins.str
+    """What the endpoint sent on this call beyond the standard shape (id, type,
+    function), as the text of a JSON object: for example Gemini's
+    {"extra_content": {"google": {"thought_signature": "..."}}}. Opaque to
+    agentloop, stored with the thread and sent back verbatim, merged into the
+    call, when the conversation goes to the model again (some providers refuse
+    a follow-up without it). Empty when there was nothing more. Bounded by the
+    Reasoner's AGENTLOOP_MAX_PROVIDER_FIELD_BYTES.
     """
     def __init__(
         self,
@@ -198,10 +210,11 @@ class ToolCall(_message.Message):
         id: _builtins.str = ...,
         name: _builtins.str = ...,
         arguments_json: _builtins.str = ...,
+        provider_fields_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "id", b"id", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments_json", b"arguments_json", "id", b"id", "name", b"name", "provider_fields_json", b"provider_fields_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -219,6 +232,7 @@ class Message(_message.Message):
     TOOL_CALLS_FIELD_NUMBER: _builtins.int
     TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
+    PROVIDER_FIELDS_JSON_FIELD_NUMBER: _builtins.int
     role: Global___Role.ValueType
     """Author of the message."""
     content: _builtins.str
@@ -231,6 +245,15 @@ class Message(_message.Message):
     """For ROLE_TOOL: the ToolCall.id this message answers."""
     name: _builtins.str
     """Optional participant or tool name."""
+    provider_fields_json: _builtins.str
+    """For ROLE_ASSISTANT: what the endpoint sent on the message beyond the
+    standard shape, as the text of a JSON object (for example OpenRouter's
+    {"reasoning_details": [...]}, encrypted reasoning some models need back).
+    Opaque to agentloop, stored with the thread and sent back verbatim, merged
+    into the message, when the conversation goes to the model again. Empty
+    when there was nothing more. Bounded by the Reasoner's
+    AGENTLOOP_MAX_PROVIDER_FIELD_BYTES.
+    """
     @_builtins.property
     def tool_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolCall]:
         """Tool calls of an assistant message, in the order the model emitted them."""
@@ -244,10 +267,11 @@ class Message(_message.Message):
         tool_calls: _abc.Iterable[Global___ToolCall] | None = ...,
         tool_call_id: _builtins.str = ...,
         name: _builtins.str = ...,
+        provider_fields_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "name", b"name", "reasoning_content", b"reasoning_content", "role", b"role", "tool_call_id", b"tool_call_id", "tool_calls", b"tool_calls"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "name", b"name", "provider_fields_json", b"provider_fields_json", "reasoning_content", b"reasoning_content", "role", b"role", "tool_call_id", b"tool_call_id", "tool_calls", b"tool_calls"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -467,6 +491,7 @@ class Usage(_message.Message):
     COMPLETION_TOKENS_FIELD_NUMBER: _builtins.int
     TOTAL_TOKENS_FIELD_NUMBER: _builtins.int
     REASONING_TOKENS_FIELD_NUMBER: _builtins.int
+    CACHED_PROMPT_TOKENS_FIELD_NUMBER: _builtins.int
     prompt_tokens: _builtins.int
     """Tokens in the prompt."""
     completion_tokens: _builtins.int
@@ -474,7 +499,14 @@ class Usage(_message.Message):
     total_tokens: _builtins.int
     """prompt_tokens + completion_tokens."""
     reasoning_tokens: _builtins.int
-    """Part of completion_tokens spent on reasoning, when reported."""
+    """Part of completion_tokens spent on reasoning, when reported
+    (completion_tokens_details.reasoning_tokens, or a provider's variant).
+    """
+    cached_prompt_tokens: _builtins.int
+    """Part of prompt_tokens read from the provider's prompt cache, when reported
+    (prompt_tokens_details.cached_tokens, DeepSeek's prompt_cache_hit_tokens,
+    or another provider's variant). Providers bill these at a lower rate.
+    """
     def __init__(
         self,
         *,
@@ -482,10 +514,11 @@ class Usage(_message.Message):
         completion_tokens: _builtins.int = ...,
         total_tokens: _builtins.int = ...,
         reasoning_tokens: _builtins.int = ...,
+        cached_prompt_tokens: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["completion_tokens", b"completion_tokens", "prompt_tokens", b"prompt_tokens", "reasoning_tokens", b"reasoning_tokens", "total_tokens", b"total_tokens"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cached_prompt_tokens", b"cached_prompt_tokens", "completion_tokens", b"completion_tokens", "prompt_tokens", b"prompt_tokens", "reasoning_tokens", b"reasoning_tokens", "total_tokens", b"total_tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -53,10 +53,16 @@ class ReasonerServicer:
 
     def Step(self, request, context):
         """Makes one non-streaming completion and returns the assistant message.
+        A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+        endpoint; its errors then carry gRPC server pushback (not to be retried).
         Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-        or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-        reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-        when the caller's deadline passes first.
+        or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+        for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+        model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+        be reached, fails, or answers what cannot be read (reason
+        MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+        Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+        The endpoint's own message is kept in every case.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -65,7 +71,9 @@ class ReasonerServicer:
     def StreamStep(self, request, context):
         """Makes one streaming completion: content and reasoning tokens as they
         arrive, then exactly one final message with the assembled tool calls,
-        finish reason and usage. Errors as for Step.
+        finish reason and usage. Errors as for Step; an error inside the
+        endpoint's stream is mapped by its code, and the step is not retried
+        once a token was sent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

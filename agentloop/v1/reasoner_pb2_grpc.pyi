@@ -38,15 +38,23 @@ class ReasonerStub:
     def __new__(cls, channel: _aio.Channel) -> ReasonerAsyncStub: ...
     Step: _grpc.UnaryUnaryMultiCallable[_reasoner_pb2.StepRequest, _reasoner_pb2.StepResponse]
     """Makes one non-streaming completion and returns the assistant message.
+    A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+    endpoint; its errors then carry gRPC server pushback (not to be retried).
     Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-    or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-    reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-    when the caller's deadline passes first.
+    or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+    for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+    model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+    be reached, fails, or answers what cannot be read (reason
+    MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+    Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+    The endpoint's own message is kept in every case.
     """
     StreamStep: _grpc.UnaryStreamMultiCallable[_reasoner_pb2.StreamStepRequest, _reasoner_pb2.StreamStepResponse]
     """Makes one streaming completion: content and reasoning tokens as they
     arrive, then exactly one final message with the assembled tool calls,
-    finish reason and usage. Errors as for Step.
+    finish reason and usage. Errors as for Step; an error inside the
+    endpoint's stream is mapped by its code, and the step is not retried
+    once a token was sent.
     """
 
 @_typing.type_check_only
@@ -56,15 +64,23 @@ class ReasonerAsyncStub(ReasonerStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Step: _aio.UnaryUnaryMultiCallable[_reasoner_pb2.StepRequest, _reasoner_pb2.StepResponse]  # type: ignore[assignment]
     """Makes one non-streaming completion and returns the assistant message.
+    A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+    endpoint; its errors then carry gRPC server pushback (not to be retried).
     Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-    or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-    reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-    when the caller's deadline passes first.
+    or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+    for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+    model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+    be reached, fails, or answers what cannot be read (reason
+    MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+    Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+    The endpoint's own message is kept in every case.
     """
     StreamStep: _aio.UnaryStreamMultiCallable[_reasoner_pb2.StreamStepRequest, _reasoner_pb2.StreamStepResponse]  # type: ignore[assignment]
     """Makes one streaming completion: content and reasoning tokens as they
     arrive, then exactly one final message with the assembled tool calls,
-    finish reason and usage. Errors as for Step.
+    finish reason and usage. Errors as for Step; an error inside the
+    endpoint's stream is mapped by its code, and the step is not retried
+    once a token was sent.
     """
 
 class ReasonerServicer(metaclass=_abc_1.ABCMeta):
@@ -77,10 +93,16 @@ class ReasonerServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_reasoner_pb2.StepResponse, _abc.Awaitable[_reasoner_pb2.StepResponse]]:
         """Makes one non-streaming completion and returns the assistant message.
+        A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+        endpoint; its errors then carry gRPC server pushback (not to be retried).
         Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-        or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-        reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-        when the caller's deadline passes first.
+        or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+        for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+        model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+        be reached, fails, or answers what cannot be read (reason
+        MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+        Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+        The endpoint's own message is kept in every case.
         """
 
     @_abc_1.abstractmethod
@@ -91,7 +113,9 @@ class ReasonerServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_reasoner_pb2.StreamStepResponse], _abc.AsyncIterator[_reasoner_pb2.StreamStepResponse]]:
         """Makes one streaming completion: content and reasoning tokens as they
         arrive, then exactly one final message with the assembled tool calls,
-        finish reason and usage. Errors as for Step.
+        finish reason and usage. Errors as for Step; an error inside the
+        endpoint's stream is mapped by its code, and the step is not retried
+        once a token was sent.
         """
 
 def add_ReasonerServicer_to_server(servicer: ReasonerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

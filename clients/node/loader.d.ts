@@ -2,6 +2,7 @@
 // typed by the generated gen/ files (regenerate with `make ts`).
 import type { Options } from '@grpc/proto-loader';
 import type { ServiceError } from '@grpc/grpc-js';
+import type * as GrpcJs from '@grpc/grpc-js';
 import type { ProtoGrpcType as AgentProto } from './gen/agent';
 import type { ProtoGrpcType as ReasonerProto } from './gen/reasoner';
 import type { ProtoGrpcType as ToolsProto } from './gen/tools';
@@ -24,6 +25,8 @@ export interface DecodedStatus {
   details: StatusDetail[];
 }
 
+/** The @grpc/grpc-js that loadApi() builds its clients with: use its credentials and status codes. */
+export declare const grpc: typeof GrpcJs;
 export declare const API_FILES: string[];
 export declare const STATUS_FILES: string[];
 export declare const LOADER_OPTIONS: Options;

@@ -12,6 +12,13 @@
  * - enums: String — enum fields are their names ("ROLE_USER").
  * - defaults + oneofs: unset fields read as their defaults, and each oneof
  *   has a virtual field naming the member that is set (event: "llm_token").
+ *   A member that is not set stays undefined, defaults or not: read the one
+ *   the virtual field names (llm_token.content is "token" or "reasoning_token").
+ *
+ * `grpc` is exported too: a client's credentials and status codes must come
+ * from the same @grpc/grpc-js that built the package object, and a script
+ * that requires this file by path (from a clone of the repository) resolves
+ * no @grpc/grpc-js of its own.
  */
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
@@ -75,4 +82,4 @@ function statusDetails(error) {
   return { code: status.code, message: status.message, details };
 }
 
-module.exports = { API_FILES, STATUS_FILES, LOADER_OPTIONS, PROTO_ROOT, GOOGLE_ROOT, loadApi, statusDetails };
+module.exports = { grpc, API_FILES, STATUS_FILES, LOADER_OPTIONS, PROTO_ROOT, GOOGLE_ROOT, loadApi, statusDetails };

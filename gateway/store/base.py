@@ -261,13 +261,30 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def list_runs(self, thread_id: str, limit: int, offset: int = 0, *, user_id: str) -> list[RunRow]:
-        """A page of the thread's runs, newest first."""
+    async def list_runs(
+        self, thread_id: str, limit: int, after: tuple[datetime, str] | None = None, *, user_id: str
+    ) -> list[RunRow]:
+        """A page of the thread's runs, newest first (by creation, then run id): those after `after`.
+
+        `after` is the (created_at, run_id) of the last run of the previous page.
+        """
         ...
 
     @abc.abstractmethod
-    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+    async def fork_thread(
+        self,
+        thread_id: str,
+        new_thread_id: str,
+        upto: int,
+        *,
+        user_id: str,
+        closing: Sequence[common_pb2.Message] = (),
+    ) -> ThreadRow:
         """Copy the first `upto` messages of the user's thread into a new thread `new_thread_id`, atomically.
+
+        `closing` messages are appended to the copy in the same transaction
+        (the results that close tool calls the copy leaves open, see
+        `gateway.forking`).
 
         The copy has no runs and shares nothing with the original. Raises
         NotFound for an unknown thread and AlreadyExists when `new_thread_id`
@@ -276,8 +293,13 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
-        """A page of the user's threads, most recently updated first."""
+    async def list_threads(
+        self, user_id: str, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[ThreadRow]:
+        """A page of the user's threads, most recently updated first (then by id, descending).
+
+        `after` is the (updated_at, thread_id) of the last thread of the previous page.
+        """
         ...
 
     @abc.abstractmethod
@@ -402,13 +424,24 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        """The user's facts, newest first; a page of at most `limit` of them from position `offset`."""
+    async def list_memories(
+        self, user_id: str, limit: int | None = None, after: tuple[datetime, str] | None = None
+    ) -> list[Memory]:
+        """The user's facts, newest first (then by id); at most `limit` of them, those after `after`.
+
+        `after` is the (created_at, memory_id) of the last fact of the previous page.
+        """
         ...
 
     @abc.abstractmethod
     async def delete_memory(self, user_id: str, memory_id: str) -> bool:
         """Delete one of the user's facts; False when the user has no such fact (another's included)."""
+        ...
+
+    # --- secrets -------------------------------------------------------------
+    @abc.abstractmethod
+    async def secret(self, name: str) -> bytes:
+        """A random value named `name`, created on first use and the same for every gateway on the store."""
         ...
 
     # --- retention and accounting -----------------------------------------

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select
 
 from gateway.storable import storable
 from gateway.store import tables as t
@@ -29,15 +30,23 @@ class MemoryQueries(SqlBase):
             )
         return memory
 
-    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
+    async def list_memories(
+        self, user_id: str, limit: int | None = None, after: tuple[datetime, str] | None = None
+    ) -> list[Memory]:
         mem = t.memories.c
         stmt = (
             select(t.memories)
             .where(mem.user_id == user_id)
             .order_by(mem.created_at.desc(), mem.memory_id)
-            .offset(offset)
             .limit(limit)
         )
+        if after is not None:
+            created_at, memory_id = after
+            stmt = stmt.where(
+                or_(
+                    mem.created_at < created_at, and_(mem.created_at == created_at, mem.memory_id > memory_id)
+                )
+            )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [memory_row(row) for row in rows]

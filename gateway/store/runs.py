@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, case, literal, null, or_, select, update
@@ -151,14 +151,21 @@ class RunQueries(SqlBase):
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else run_row(row)
 
-    async def list_runs(self, thread_id: str, limit: int, offset: int = 0, *, user_id: str) -> list[RunRow]:
+    async def list_runs(
+        self, thread_id: str, limit: int, after: tuple[datetime, str] | None = None, *, user_id: str
+    ) -> list[RunRow]:
+        runs = t.runs.c
         stmt = (
             select(t.runs)
-            .where(t.runs.c.thread_id == thread_key(user_id, thread_id))
-            .order_by(t.runs.c.created_at.desc(), t.runs.c.run_id.desc())
-            .offset(offset)
+            .where(runs.thread_id == thread_key(user_id, thread_id))
+            .order_by(runs.created_at.desc(), runs.run_id.desc())
             .limit(limit)
         )
+        if after is not None:
+            created_at, run_id = after
+            stmt = stmt.where(
+                or_(runs.created_at < created_at, and_(runs.created_at == created_at, runs.run_id < run_id))
+            )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [run_row(row) for row in rows]

@@ -28,6 +28,7 @@ from gateway.store.leases import LeaseQueries
 from gateway.store.memories import MemoryQueries
 from gateway.store.retention import RetentionQueries
 from gateway.store.runs import RunQueries
+from gateway.store.secrets import SecretQueries
 from gateway.store.sqlbase import DEFAULT_LEASE_S
 from gateway.store.threads import ThreadQueries
 
@@ -36,12 +37,19 @@ __all__ = ["DEFAULT_LEASE_S", "SQLITE_BUSY_TIMEOUT_MS", "SqlStore", "make_engine
 
 
 class SqlStore(
-    ThreadQueries, RunQueries, LeaseQueries, HistoryQueries, MemoryQueries, RetentionQueries, Store
+    ThreadQueries,
+    RunQueries,
+    LeaseQueries,
+    HistoryQueries,
+    MemoryQueries,
+    RetentionQueries,
+    SecretQueries,
+    Store,
 ):
     """The Store on one SQLAlchemy `AsyncEngine` (Postgres or SQLite), its parts in one class.
 
     Each part (`gateway.store.threads`, `.runs`, `.leases`, `.history`,
-    `.memories`, `.retention`) stands on `gateway.store.sqlbase.SqlBase`.
+    `.memories`, `.retention`, `.secrets`) stands on `gateway.store.sqlbase.SqlBase`.
     """
 
     async def ping(self) -> None:

@@ -181,6 +181,15 @@ class Memory(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
+class Secret(Base):
+    """Random values shared by every gateway on the database, created on first use (revision 0006)."""
+
+    __tablename__ = "secrets"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 threads = cast(Table, Thread.__table__)
 runs = cast(Table, Run.__table__)
 messages = cast(Table, Message.__table__)
@@ -188,3 +197,4 @@ checkpoints = cast(Table, Checkpoint.__table__)
 tool_results = cast(Table, ToolResult.__table__)
 run_events = cast(Table, RunEvent.__table__)
 memories = cast(Table, Memory.__table__)
+secrets = cast(Table, Secret.__table__)

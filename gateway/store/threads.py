@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, literal, null, select, update
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import and_, func, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentloop.errors import AlreadyExists, NotFound, Reason
@@ -52,7 +55,15 @@ class ThreadQueries(SqlBase):
             rows = (await conn.execute(stmt)).scalars().all()
         return [common_pb2.Message.FromString(data) for data in rows]
 
-    async def fork_thread(self, thread_id: str, new_thread_id: str, upto: int, *, user_id: str) -> ThreadRow:
+    async def fork_thread(
+        self,
+        thread_id: str,
+        new_thread_id: str,
+        upto: int,
+        *,
+        user_id: str,
+        closing: Sequence[common_pb2.Message] = (),
+    ) -> ThreadRow:
         now = utc_now()
         source, key = thread_key(user_id, thread_id), thread_key(user_id, new_thread_id)
         threads, messages = t.threads, t.messages
@@ -73,6 +84,21 @@ class ThreadQueries(SqlBase):
                 await conn.execute(
                     messages.insert().from_select(["thread_id", "idx", "run_id", "data"], copied)
                 )
+                if closing:
+                    base = select(func.count()).where(messages.c.thread_id == key)
+                    first = (await conn.execute(base)).scalar_one()
+                    await conn.execute(
+                        messages.insert(),
+                        [
+                            {
+                                "thread_id": key,
+                                "idx": first + i,
+                                "run_id": None,
+                                "data": m.SerializeToString(),
+                            }
+                            for i, m in enumerate(closing)
+                        ],
+                    )
                 count = select(func.count()).where(messages.c.thread_id == key).scalar_subquery()
                 await conn.execute(
                     update(threads).where(threads.c.thread_id == key).values(message_count=count)
@@ -86,14 +112,21 @@ class ThreadQueries(SqlBase):
             ) from None
         return thread_row(row)
 
-    async def list_threads(self, user_id: str, limit: int, offset: int = 0) -> list[ThreadRow]:
+    async def list_threads(
+        self, user_id: str, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[ThreadRow]:
+        th = t.threads.c
         stmt = (
             select(t.threads)
-            .where(t.threads.c.user_id == user_id)
-            .order_by(t.threads.c.updated_at.desc(), t.threads.c.thread_id.desc())
-            .offset(offset)
+            .where(th.user_id == user_id)
+            .order_by(th.updated_at.desc(), th.thread_id.desc())
             .limit(limit)
         )
+        if after is not None:
+            updated_at, key = after[0], thread_key(user_id, after[1])
+            stmt = stmt.where(
+                or_(th.updated_at < updated_at, and_(th.updated_at == updated_at, th.thread_id < key))
+            )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [thread_row(row) for row in rows]

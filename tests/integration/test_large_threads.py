@@ -124,9 +124,17 @@ async def test_get_thread_pages_by_size_and_rejects_bad_page_requests(
 ) -> None:
     request = agent_pb2.GetThreadRequest(thread_id=THREAD, user_id=USER, page_size=5)
     first = await default_client.GetThread(request, timeout=30)
-    # 1 MiB messages: the byte bound ends the page before page_size does.
-    assert len(first.messages) == 1
-    assert first.next_page_token == "1"
+    # 1 MiB messages: the byte bound (3.5 MiB) ends the page before page_size does, between messages.
+    assert len(first.messages) == 3
+    assert not first.last_message_continues
+    assert first.ByteSize() < DEFAULT_LIMIT
+    second = await default_client.GetThread(
+        agent_pb2.GetThreadRequest(
+            thread_id=THREAD, user_id=USER, page_size=5, page_token=first.next_page_token
+        ),
+        timeout=30,
+    )
+    assert [m.content[:4] for m in second.messages] == ["0003", "0004", "0005"]
     for bad, field in (({"page_size": -1}, "page_size"), ({"page_token": "x"}, "page_token")):
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await default_client.GetThread(

@@ -18,6 +18,7 @@ from agentloop.scripted_model import (
     DEMO_QUESTION,
     Fault,
     Latency,
+    Recording,
     Scenario,
     Script,
     ScriptedModelServer,
@@ -448,3 +449,40 @@ def test_main_rejects_a_bad_script_file(tmp_path: Any, capsys: pytest.CaptureFix
     path.write_text('{"scenarios": [{"turns": []}]}', encoding="utf-8")
     assert main(["--script", str(path), "--port", "0"]) == 2
     assert "scenarios[0].turns" in capsys.readouterr().err
+
+
+async def test_a_replayed_recording_arrives_byte_for_byte_with_its_headers(
+    server: ScriptedModelServer, http: aiohttp.ClientSession
+) -> None:
+    body = (
+        ": PROCESSING\n\n"
+        'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+        'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        "data: [DONE]\n\n"
+    )
+    transcript = f"HTTP 200\ncontent-type: text/event-stream\nx-request-id: req_1\n\n{body}"
+    script = {"scenarios": [{"match": "replay", "turns": [{"replay": transcript}]}]}
+    async with http.put(f"{server.base_url.removesuffix('/v1')}/_script", json=script) as put:
+        assert put.status == 200
+    request = {"model": "m", "messages": ask("replay please"), "stream": False}
+    async with http.post(f"{server.base_url}/chat/completions", json=request) as response:
+        assert response.status == 200
+        assert response.headers["x-request-id"] == "req_1"
+        pieces = [piece async for piece in response.content.iter_any()]
+    assert b"".join(pieces).decode() == body
+
+
+async def test_a_replayed_error_keeps_its_status_headers_and_body(
+    server: ScriptedModelServer, http: aiohttp.ClientSession
+) -> None:
+    error = Recording(
+        status=429, headers=(("content-type", "text/html"), ("retry-after", "7")), body="<b>slow</b>"
+    )
+    server.set_script(Script(scenarios=(Scenario(match="", turns=(Turn(replay=error),)),)))
+    request = {"model": "m", "messages": ask("anything")}
+    for _ in range(2):  # the only turn repeats: a persistent error
+        async with http.post(f"{server.base_url}/chat/completions", json=request) as response:
+            assert (response.status, response.headers["retry-after"]) == (429, "7")
+            assert response.headers["content-type"].startswith("text/html")
+            assert await response.text() == "<b>slow</b>"
+    assert server.request_count == 2

@@ -54,7 +54,7 @@ def old_checkpoint_record_class() -> Any:
 async def test_a_fresh_database_upgrades_to_head_and_again_is_a_no_op(empty_url: str) -> None:
     assert await migrate.current_revision_async(empty_url) is None
     await migrate.upgrade_async(empty_url)
-    assert await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0005_request_id"
+    assert await migrate.current_revision_async(empty_url) == migrate.head_revision() == "0006_secrets"
     await migrate.upgrade_async(empty_url)
     assert await migrate.current_revision_async(empty_url) == migrate.head_revision()
     engine = make_engine(empty_url)

@@ -23,10 +23,14 @@ async def test_memories_are_listed_newest_first_in_pages(store: SqlStore) -> Non
     added = [await store.add_memory(ANA, f"fact {i}") for i in range(5)]
     newest_first = [m.memory_id for m in reversed(added)]
     assert [m.memory_id for m in await store.list_memories(ANA)] == newest_first
-    assert [m.memory_id for m in await store.list_memories(ANA, limit=2)] == newest_first[:2]
-    assert [m.memory_id for m in await store.list_memories(ANA, limit=2, offset=2)] == newest_first[2:4]
-    assert [m.memory_id for m in await store.list_memories(ANA, offset=4)] == newest_first[4:]
-    assert await store.list_memories(ANA, limit=3, offset=5) == []
+    first = await store.list_memories(ANA, limit=2)
+    assert [m.memory_id for m in first] == newest_first[:2]
+    await store.add_memory(ANA, "a newer fact")  # before the cursor: it shifts nothing
+    second = await store.list_memories(ANA, limit=2, after=(first[-1].created_at, first[-1].memory_id))
+    assert [m.memory_id for m in second] == newest_first[2:4]
+    rest = await store.list_memories(ANA, after=(second[-1].created_at, second[-1].memory_id))
+    assert [m.memory_id for m in rest] == newest_first[4:]
+    assert await store.list_memories(ANA, limit=3, after=(rest[-1].created_at, rest[-1].memory_id)) == []
 
 
 async def test_a_user_sees_and_deletes_only_their_own_memories(store: SqlStore) -> None:

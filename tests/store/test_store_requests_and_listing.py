@@ -57,13 +57,35 @@ async def test_runs_and_threads_are_listed_newest_first_a_page_at_a_time(store: 
         await store.create_run(f"run-{i}", "b", USER, b"")
     runs = await store.list_runs("b", 3, user_id=USER)
     assert [r.run_id for r in runs] == ["run-4", "run-3", "run-2"]
-    assert [r.run_id for r in await store.list_runs("b", 3, 3, user_id=USER)] == ["run-1", "run-0"]
+    after = (runs[-1].created_at, runs[-1].run_id)
+    assert [r.run_id for r in await store.list_runs("b", 3, after, user_id=USER)] == ["run-1", "run-0"]
     assert await store.list_runs("b", 3, user_id=OTHER) == []
     # Creating a run touches its thread: "b" is now the most recently updated.
     threads = await store.list_threads(USER, 2)
     assert [t.thread_id for t in threads] == ["b", "c"]
-    assert [t.thread_id for t in await store.list_threads(USER, 2, 2)] == ["a"]
+    after = (threads[-1].updated_at, threads[-1].thread_id)
+    assert [t.thread_id for t in await store.list_threads(USER, 2, after)] == ["a"]
     assert [t.thread_id for t in await store.list_threads(OTHER, 10)] == ["a"]
+
+
+async def test_pages_neither_repeat_nor_skip_items_when_others_change_between_them(store: SqlStore) -> None:
+    """Keyset pages: a write between two pages moves or adds items, never shifts the next page."""
+    for i in range(6):
+        await store.create_thread(f"t{i}", USER)
+    first = await store.list_threads(USER, 3)
+    assert [t.thread_id for t in first] == ["t5", "t4", "t3"]
+    # t4 (already listed) gets new activity and moves to the front; a new thread appears.
+    await store.create_run("r-t4", "t4", USER, b"")
+    await store.create_thread("t6", USER)
+    rest = await store.list_threads(USER, 10, (first[-1].updated_at, first[-1].thread_id))
+    assert [t.thread_id for t in rest] == ["t2", "t1", "t0"]
+
+    for i in range(4):
+        await store.create_run(f"run-{i}", "t0", USER, b"")
+    page = await store.list_runs("t0", 2, user_id=USER)
+    await store.create_run("run-new", "t1", USER, b"")
+    after = (page[-1].created_at, page[-1].run_id)
+    assert [r.run_id for r in await store.list_runs("t0", 10, after, user_id=USER)] == ["run-1", "run-0"]
 
 
 async def test_a_fork_copies_the_first_messages_into_a_thread_of_its_own(store: SqlStore) -> None:

@@ -41,6 +41,15 @@ def test_apply_appends_histories_and_counts_tools_once_in_first_use_order() -> N
     assert (md.steps_taken, md.tool_calls, list(md.tools_used)) == (1, 3, ["b", "a"])
 
 
+def test_apply_sums_every_billed_figure_of_usage() -> None:
+    state = _state()
+    for cached, reasoning in ((320, 39), (128, 0)):
+        usage = common_pb2.Usage(prompt_tokens=400, cached_prompt_tokens=cached, reasoning_tokens=reasoning)
+        state.apply(Update(usage=usage, llm_calls=1))
+    assert (state.usage.cached_prompt_tokens, state.usage.reasoning_tokens) == (448, 39)
+    assert metadata_of(state).usage.cached_prompt_tokens == 448
+
+
 def test_routing_follows_stop_then_tool_calls() -> None:
     state = _state()
     state.apply(Update(messages=[common_pb2.Message(role=common_pb2.ROLE_ASSISTANT, content="hi")]))
@@ -134,6 +143,26 @@ def test_new_turn_orders_history_then_question() -> None:
                 ],
             ),
             "history[1]",
+        ),
+        (
+            agent_pb2.RunRequest(
+                input="q",
+                history=[common_pb2.Message(role=common_pb2.ROLE_ASSISTANT, provider_fields_json="[1]")],
+            ),
+            "history[0].provider_fields_json",
+        ),
+        (
+            agent_pb2.RunRequest(
+                input="q",
+                history=[
+                    common_pb2.Message(
+                        role=common_pb2.ROLE_ASSISTANT,
+                        tool_calls=[common_pb2.ToolCall(id="c", name="f", provider_fields_json="{")],
+                    ),
+                    common_pb2.Message(role=common_pb2.ROLE_TOOL, tool_call_id="c"),
+                ],
+            ),
+            "history[0].tool_calls[0].provider_fields_json",
         ),
     ],
 )

@@ -8,21 +8,34 @@ import pytest
 
 from agentloop.errors import InvalidArgument
 from agentloop.v1 import common_pb2, reasoner_pb2
-from reasoner_svc.convert import StreamAssembler, request_kwargs, result_from_completion
+from reasoner_svc.assembly import AnswerReader, MalformedAnswer, result_from_completion
+from reasoner_svc.convert import request_kwargs
 
 
 def _params(**kw: object) -> reasoner_pb2.CompletionParams:
     return reasoner_pb2.CompletionParams(**kw)  # type: ignore[arg-type]
 
 
-def test_assembler_joins_interleaved_tool_call_deltas_by_index() -> None:
-    acc = StreamAssembler()
-    acc.add_tool_call_delta(0, "call_a", "calculator", "")
-    acc.add_tool_call_delta(1, "call_b", "current_time", None)
-    acc.add_tool_call_delta(0, None, None, '{"expr')
-    acc.add_tool_call_delta(1, None, None, '{"timezone": "UTC"}')
-    acc.add_tool_call_delta(0, None, None, 'ession": "1+1"}')
-    acc.content.extend(["Let me ", "check."])
+def _calls(*deltas: dict[str, object]) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": list(deltas)}}]}
+
+
+def _call(index: int, call_id: str | None, name: str | None, arguments: str | None) -> dict[str, object]:
+    delta: dict[str, object] = {"index": index, "function": {"name": name, "arguments": arguments}}
+    if call_id is not None:
+        delta["id"] = call_id
+    return delta
+
+
+def test_reader_joins_interleaved_tool_call_deltas_by_index() -> None:
+    acc = AnswerReader()
+    acc.add_chunk({"choices": [{"index": 0, "delta": {"content": "Let me "}}]})
+    acc.add_chunk(_calls(_call(0, "call_a", "calculator", "")))
+    acc.add_chunk(_calls(_call(1, "call_b", "current_time", None)))
+    acc.add_chunk(_calls(_call(0, None, None, '{"expr')))
+    acc.add_chunk(_calls(_call(1, None, None, '{"timezone": "UTC"}')))
+    acc.add_chunk(_calls(_call(0, None, None, 'ession": "1+1"}')))
+    acc.add_chunk({"choices": [{"index": 0, "delta": {"content": "check."}}]})
     result = acc.result()
     calls = [(c.id, c.name, json.loads(c.arguments_json)) for c in result.message.tool_calls]
     assert calls == [
@@ -33,16 +46,16 @@ def test_assembler_joins_interleaved_tool_call_deltas_by_index() -> None:
     assert result.finish_reason == "tool_calls"
 
 
-def test_assembler_orders_calls_by_index_not_arrival() -> None:
-    acc = StreamAssembler()
-    acc.add_tool_call_delta(2, "c2", "b", "{}")
-    acc.add_tool_call_delta(0, "c0", "a", "{}")
+def test_reader_orders_calls_by_index_not_arrival() -> None:
+    acc = AnswerReader()
+    acc.add_chunk(_calls(_call(2, "c2", "b", "{}")))
+    acc.add_chunk(_calls(_call(0, "c0", "a", "{}")))
     assert [c.id for c in acc.result().message.tool_calls] == ["c0", "c2"]
 
 
-def test_assembler_without_calls_finishes_with_stop() -> None:
-    acc = StreamAssembler()
-    acc.content.append("hi")
+def test_reader_without_calls_finishes_with_stop() -> None:
+    acc = AnswerReader()
+    acc.add_chunk({"choices": [{"index": 0, "delta": {"content": "hi"}}]})
     assert acc.result().finish_reason == "stop"
     assert not acc.result().message.tool_calls
 
@@ -139,7 +152,7 @@ def test_request_kwargs_rejects_bad_fields_naming_them(
 
 
 def test_add_chunk_folds_reasoning_content_tool_calls_and_usage() -> None:
-    acc = StreamAssembler()
+    acc = AnswerReader()
     chunks = [
         {"model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
         {"choices": [{"index": 0, "delta": {"reasoning_content": "hmm"}}]},
@@ -180,7 +193,7 @@ def test_result_from_completion_reads_message_and_rejects_garbage() -> None:
     result = result_from_completion(completion)
     assert result.message.reasoning_content == "why"
     assert result.message.tool_calls[0].arguments_json == '{"a": 1}'
-    with pytest.raises(ValueError, match="completion"):
+    with pytest.raises(MalformedAnswer, match="not a JSON object"):
         result_from_completion(["not", "an", "object"])
-    with pytest.raises(ValueError, match="message"):
+    with pytest.raises(MalformedAnswer, match="message"):
         result_from_completion({"choices": [{"message": "text"}]})

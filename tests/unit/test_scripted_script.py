@@ -14,6 +14,7 @@ from agentloop.scripted_model import (
     NO_RESULT,
     Fault,
     Latency,
+    Recording,
     Scenario,
     Script,
     ScriptedToolCall,
@@ -322,3 +323,29 @@ class TestWirePieces:
         turn = Turn(content="a b", reasoning="r", tool_calls=(ScriptedToolCall("t", '{"k": 1}', id="i"),))
         pieces = Pieces.of(turn)
         assert pieces.completion_tokens == 1 + 2 + 1 + 3
+
+
+def test_a_replay_transcript_is_parsed_and_round_trips() -> None:
+    transcript = "HTTP/1.1 200 OK\ncontent-type: text/event-stream\n\ndata: {}\n\ndata: [DONE]\n\n"
+    recording = Recording.parse(transcript)
+    assert (recording.status, recording.content_type, recording.is_stream) == (200, "text/event-stream", True)
+    assert recording.events() == [b"data: {}\n\n", b"data: [DONE]\n\n"]
+    script = Script(scenarios=(Scenario(match="", turns=(Turn(replay=recording),)),))
+    assert Script.from_dict(script.to_dict()) == script
+    assert Recording.from_dict({"status": 404, "body": "404 page not found"}).is_stream is False
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ("HTTP 200\n", "blank line"),
+        ("HTTP two hundred\n\nbody", "first line"),
+        ("HTTP 200\nno colon here\n\nbody", "line 2"),
+        ({"status": 700}, "replay.status"),
+        ({"status": 200, "bodie": ""}, "replay.bodie: unknown field"),
+        ({"headers": {"retry-after": 5}}, "replay.headers"),
+    ],
+)
+def test_a_bad_replay_is_refused_naming_what_is_wrong(data: object, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        Turn.from_dict({"replay": data}, "turns[0]")

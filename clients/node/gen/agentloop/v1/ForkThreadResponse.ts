@@ -10,7 +10,8 @@ export interface ForkThreadResponse {
    */
   'thread_id'?: (string);
   /**
-   * Messages copied into it: the conversation as of the checkpoint.
+   * Messages in it: the conversation as of the checkpoint, plus one error
+   * tool result per tool call still open there.
    */
   'message_count'?: (number);
 }
@@ -24,7 +25,8 @@ export interface ForkThreadResponse__Output {
    */
   'thread_id': (string);
   /**
-   * Messages copied into it: the conversation as of the checkpoint.
+   * Messages in it: the conversation as of the checkpoint, plus one error
+   * tool result per tool call still open there.
    */
   'message_count': (number);
 }

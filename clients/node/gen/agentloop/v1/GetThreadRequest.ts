@@ -19,12 +19,15 @@ export interface GetThreadRequest {
   'checkpoint_id'?: (string);
   /**
    * Messages per page in [1, 1000]; 0 means 100. A page also ends early
-   * once it holds 1 MiB of messages, so a response stays far below the 4 MiB
-   * default receive limit of gRPC clients.
+   * once the response would pass 3.5 MiB, so it fits the 4 MiB default receive
+   * limit of gRPC clients; a message too big for one page is cut and
+   * continued on the next (first_message_continued).
    */
   'page_size'?: (number);
   /**
-   * Token from a previous response; empty for the first page.
+   * Token from a previous response to the same thread, user and
+   * checkpoint_id; empty for the first page. Opaque: anything else is
+   * INVALID_ARGUMENT.
    */
   'page_token'?: (string);
 }
@@ -47,12 +50,15 @@ export interface GetThreadRequest__Output {
   'checkpoint_id': (string);
   /**
    * Messages per page in [1, 1000]; 0 means 100. A page also ends early
-   * once it holds 1 MiB of messages, so a response stays far below the 4 MiB
-   * default receive limit of gRPC clients.
+   * once the response would pass 3.5 MiB, so it fits the 4 MiB default receive
+   * limit of gRPC clients; a message too big for one page is cut and
+   * continued on the next (first_message_continued).
    */
   'page_size': (number);
   /**
-   * Token from a previous response; empty for the first page.
+   * Token from a previous response to the same thread, user and
+   * checkpoint_id; empty for the first page. Opaque: anything else is
+   * INVALID_ARGUMENT.
    */
   'page_token': (string);
 }

@@ -41,6 +41,18 @@ export interface GetThreadResponse {
    * Messages in the whole conversation (as of the checkpoint).
    */
   'total_messages'?: (number);
+  /**
+   * True when the first message of this page is the rest of the previous
+   * page's last message (which was cut to fit): append its content and
+   * reasoning_content to that message's; its other fields repeat the
+   * message's role, tool_call_id and name, and its tool_calls are empty.
+   */
+  'first_message_continued'?: (boolean);
+  /**
+   * True when the last message of this page is cut to fit: the next page
+   * starts with its rest (first_message_continued).
+   */
+  'last_message_continues'?: (boolean);
 }
 
 /**
@@ -80,4 +92,16 @@ export interface GetThreadResponse__Output {
    * Messages in the whole conversation (as of the checkpoint).
    */
   'total_messages': (number);
+  /**
+   * True when the first message of this page is the rest of the previous
+   * page's last message (which was cut to fit): append its content and
+   * reasoning_content to that message's; its other fields repeat the
+   * message's role, tool_call_id and name, and its tool_calls are empty.
+   */
+  'first_message_continued': (boolean);
+  /**
+   * True when the last message of this page is cut to fit: the next page
+   * starts with its rest (first_message_continued).
+   */
+  'last_message_continues': (boolean);
 }

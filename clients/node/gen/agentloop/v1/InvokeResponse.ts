@@ -20,9 +20,16 @@ export interface InvokeResponse {
    */
   'final'?: (_agentloop_v1_RunFinal | null);
   /**
-   * Every tool result of the run, in completion order.
+   * Every tool result of the run, in completion order (the first ones only
+   * when tool_results_truncated).
    */
   'tool_results'?: (_agentloop_v1_ToolResult)[];
+  /**
+   * True when tool_results was cut to keep the response under 4 MiB, the
+   * default receive limit of gRPC clients; every result is also a tool
+   * message of the thread (GetThread).
+   */
+  'tool_results_truncated'?: (boolean);
 }
 
 /**
@@ -42,7 +49,14 @@ export interface InvokeResponse__Output {
    */
   'final': (_agentloop_v1_RunFinal__Output | null);
   /**
-   * Every tool result of the run, in completion order.
+   * Every tool result of the run, in completion order (the first ones only
+   * when tool_results_truncated).
    */
   'tool_results': (_agentloop_v1_ToolResult__Output)[];
+  /**
+   * True when tool_results was cut to keep the response under 4 MiB, the
+   * default receive limit of gRPC clients; every result is also a tool
+   * message of the thread (GetThread).
+   */
+  'tool_results_truncated': (boolean);
 }

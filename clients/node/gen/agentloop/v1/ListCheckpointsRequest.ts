@@ -18,11 +18,14 @@ export interface ListCheckpointsRequest {
    */
   'run_id'?: (string);
   /**
-   * Page size in [1, 1000]; 0 means 100.
+   * Page size in [1, 1000]; 0 means 100. A page also ends early once the
+   * response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+   * clients).
    */
   'page_size'?: (number);
   /**
-   * Token from a previous response; empty for the first page.
+   * Token from a previous response to the same request (thread, user and run_id); empty for
+   * the first page. Opaque: anything else is INVALID_ARGUMENT.
    */
   'page_token'?: (string);
 }
@@ -44,11 +47,14 @@ export interface ListCheckpointsRequest__Output {
    */
   'run_id': (string);
   /**
-   * Page size in [1, 1000]; 0 means 100.
+   * Page size in [1, 1000]; 0 means 100. A page also ends early once the
+   * response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+   * clients).
    */
   'page_size': (number);
   /**
-   * Token from a previous response; empty for the first page.
+   * Token from a previous response to the same request (thread, user and run_id); empty for
+   * the first page. Opaque: anything else is INVALID_ARGUMENT.
    */
   'page_token': (string);
 }

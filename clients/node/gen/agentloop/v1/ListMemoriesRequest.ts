@@ -10,11 +10,14 @@ export interface ListMemoriesRequest {
    */
   'user_id'?: (string);
   /**
-   * Page size in [1, 1000]; 0 means 100.
+   * Page size in [1, 1000]; 0 means 100. A page also ends early once the
+   * response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+   * clients).
    */
   'page_size'?: (number);
   /**
-   * Token from a previous response; empty for the first page.
+   * Token from a previous response to the same request (user); empty for
+   * the first page. Opaque: anything else is INVALID_ARGUMENT.
    */
   'page_token'?: (string);
 }
@@ -28,11 +31,14 @@ export interface ListMemoriesRequest__Output {
    */
   'user_id': (string);
   /**
-   * Page size in [1, 1000]; 0 means 100.
+   * Page size in [1, 1000]; 0 means 100. A page also ends early once the
+   * response would pass 3.5 MiB (under the 4 MiB default receive limit of gRPC
+   * clients).
    */
   'page_size': (number);
   /**
-   * Token from a previous response; empty for the first page.
+   * Token from a previous response to the same request (user); empty for
+   * the first page. Opaque: anything else is INVALID_ARGUMENT.
    */
   'page_token': (string);
 }

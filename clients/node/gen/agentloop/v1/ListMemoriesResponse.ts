@@ -11,7 +11,8 @@ export interface ListMemoriesResponse {
    */
   'memories'?: (_agentloop_v1_Memory)[];
   /**
-   * Token for the next page; empty on the last page.
+   * Token for the next page (it continues after the last item of this one,
+   * whatever was added or changed since); empty on the last page.
    */
   'next_page_token'?: (string);
 }
@@ -25,7 +26,8 @@ export interface ListMemoriesResponse__Output {
    */
   'memories': (_agentloop_v1_Memory__Output)[];
   /**
-   * Token for the next page; empty on the last page.
+   * Token for the next page (it continues after the last item of this one,
+   * whatever was added or changed since); empty on the last page.
    */
   'next_page_token': (string);
 }

@@ -32,6 +32,16 @@ export interface Message {
    * Optional participant or tool name.
    */
   'name'?: (string);
+  /**
+   * For ROLE_ASSISTANT: what the endpoint sent on the message beyond the
+   * standard shape, as the text of a JSON object (for example OpenRouter's
+   * {"reasoning_details": [...]}, encrypted reasoning some models need back).
+   * Opaque to agentloop, stored with the thread and sent back verbatim, merged
+   * into the message, when the conversation goes to the model again. Empty
+   * when there was nothing more. Bounded by the Reasoner's
+   * AGENTLOOP_MAX_PROVIDER_FIELD_BYTES.
+   */
+  'provider_fields_json'?: (string);
 }
 
 /**
@@ -63,4 +73,14 @@ export interface Message__Output {
    * Optional participant or tool name.
    */
   'name': (string);
+  /**
+   * For ROLE_ASSISTANT: what the endpoint sent on the message beyond the
+   * standard shape, as the text of a JSON object (for example OpenRouter's
+   * {"reasoning_details": [...]}, encrypted reasoning some models need back).
+   * Opaque to agentloop, stored with the thread and sent back verbatim, merged
+   * into the message, when the conversation goes to the model again. Empty
+   * when there was nothing more. Bounded by the Reasoner's
+   * AGENTLOOP_MAX_PROVIDER_FIELD_BYTES.
+   */
+  'provider_fields_json': (string);
 }

@@ -13,10 +13,16 @@ import type { StreamStepResponse as _agentloop_v1_StreamStepResponse, StreamStep
 export interface ReasonerClient extends grpc.Client {
   /**
    * Makes one non-streaming completion and returns the assistant message.
+   * A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+   * endpoint; its errors then carry gRPC server pushback (not to be retried).
    * Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-   * or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-   * reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-   * when the caller's deadline passes first.
+   * or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+   * for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+   * model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+   * be reached, fails, or answers what cannot be read (reason
+   * MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+   * Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+   * The endpoint's own message is kept in every case.
    */
   Step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
   Step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
@@ -24,10 +30,16 @@ export interface ReasonerClient extends grpc.Client {
   Step(argument: _agentloop_v1_StepRequest, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
   /**
    * Makes one non-streaming completion and returns the assistant message.
+   * A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+   * endpoint; its errors then carry gRPC server pushback (not to be retried).
    * Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-   * or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-   * reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-   * when the caller's deadline passes first.
+   * or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+   * for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+   * model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+   * be reached, fails, or answers what cannot be read (reason
+   * MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+   * Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+   * The endpoint's own message is kept in every case.
    */
   step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
   step(argument: _agentloop_v1_StepRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_StepResponse__Output>): grpc.ClientUnaryCall;
@@ -37,14 +49,18 @@ export interface ReasonerClient extends grpc.Client {
   /**
    * Makes one streaming completion: content and reasoning tokens as they
    * arrive, then exactly one final message with the assembled tool calls,
-   * finish reason and usage. Errors as for Step.
+   * finish reason and usage. Errors as for Step; an error inside the
+   * endpoint's stream is mapped by its code, and the step is not retried
+   * once a token was sent.
    */
   StreamStep(argument: _agentloop_v1_StreamStepRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
   StreamStep(argument: _agentloop_v1_StreamStepRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
   /**
    * Makes one streaming completion: content and reasoning tokens as they
    * arrive, then exactly one final message with the assembled tool calls,
-   * finish reason and usage. Errors as for Step.
+   * finish reason and usage. Errors as for Step; an error inside the
+   * endpoint's stream is mapped by its code, and the step is not retried
+   * once a token was sent.
    */
   streamStep(argument: _agentloop_v1_StreamStepRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
   streamStep(argument: _agentloop_v1_StreamStepRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_agentloop_v1_StreamStepResponse__Output>;
@@ -57,17 +73,25 @@ export interface ReasonerClient extends grpc.Client {
 export interface ReasonerHandlers extends grpc.UntypedServiceImplementation {
   /**
    * Makes one non-streaming completion and returns the assistant message.
+   * A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
+   * endpoint; its errors then carry gRPC server pushback (not to be retried).
    * Errors: INVALID_ARGUMENT for a bad request (the message names the field)
-   * or a 400 from the endpoint; UNAVAILABLE when the endpoint cannot be
-   * reached; RESOURCE_EXHAUSTED for 429 after retries; DEADLINE_EXCEEDED
-   * when the caller's deadline passes first.
+   * or a 400-class refusal of the endpoint (reason CONTEXT_LENGTH_EXCEEDED
+   * for a prompt too long); FAILED_PRECONDITION for a refused key or unknown
+   * model; PERMISSION_DENIED for 403; UNAVAILABLE when the endpoint cannot
+   * be reached, fails, or answers what cannot be read (reason
+   * MODEL_ANSWER_MALFORMED); RESOURCE_EXHAUSTED for 429 (RetryInfo from its
+   * Retry-After); DEADLINE_EXCEEDED when the caller's deadline passes first.
+   * The endpoint's own message is kept in every case.
    */
   Step: grpc.handleUnaryCall<_agentloop_v1_StepRequest__Output, _agentloop_v1_StepResponse>;
   
   /**
    * Makes one streaming completion: content and reasoning tokens as they
    * arrive, then exactly one final message with the assembled tool calls,
-   * finish reason and usage. Errors as for Step.
+   * finish reason and usage. Errors as for Step; an error inside the
+   * endpoint's stream is mapped by its code, and the step is not retried
+   * once a token was sent.
    */
   StreamStep: grpc.handleServerStreamingCall<_agentloop_v1_StreamStepRequest__Output, _agentloop_v1_StreamStepResponse>;
   

@@ -28,6 +28,18 @@ export interface RunFinal {
    * With RunOptions.output_schema: the validated answer object.
    */
   'structured_output'?: (_google_protobuf_Struct | null);
+  /**
+   * True when final_reply holds only the start of the answer: the event (or
+   * Invoke's response) stays under 4 MiB, the default receive limit of gRPC
+   * clients. The whole answer is the run's last assistant message (GetThread).
+   */
+  'final_reply_truncated'?: (boolean);
+  /**
+   * True when run_messages holds only the first messages the run added, cut
+   * to keep the event under 4 MiB; GetThread pages the rest (from
+   * total_messages minus the run's count, or from the start).
+   */
+  'run_messages_truncated'?: (boolean);
 }
 
 /**
@@ -54,4 +66,16 @@ export interface RunFinal__Output {
    * With RunOptions.output_schema: the validated answer object.
    */
   'structured_output': (_google_protobuf_Struct__Output | null);
+  /**
+   * True when final_reply holds only the start of the answer: the event (or
+   * Invoke's response) stays under 4 MiB, the default receive limit of gRPC
+   * clients. The whole answer is the run's last assistant message (GetThread).
+   */
+  'final_reply_truncated': (boolean);
+  /**
+   * True when run_messages holds only the first messages the run added, cut
+   * to keep the event under 4 MiB; GetThread pages the rest (from
+   * total_messages minus the run's count, or from the start).
+   */
+  'run_messages_truncated': (boolean);
 }

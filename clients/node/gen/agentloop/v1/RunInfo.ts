@@ -29,7 +29,9 @@ export interface RunInfo {
    */
   'max_steps'?: (number);
   /**
-   * The reply, once the run ended.
+   * The reply, once the run ended. In ListRuns a preview of its first
+   * 1,000 characters; in GetThread its first 512 KiB. final_reply_truncated
+   * says when it was cut.
    */
   'final_reply'?: (string);
   /**
@@ -52,6 +54,12 @@ export interface RunInfo {
    * The request_id the run was started with; empty when none.
    */
   'request_id'?: (string);
+  /**
+   * True when final_reply holds only the start of the reply. The whole reply
+   * is the run's last assistant message: GetThread with this checkpoint_id
+   * pages the conversation as of then.
+   */
+  'final_reply_truncated'?: (boolean);
 }
 
 /**
@@ -79,7 +87,9 @@ export interface RunInfo__Output {
    */
   'max_steps': (number);
   /**
-   * The reply, once the run ended.
+   * The reply, once the run ended. In ListRuns a preview of its first
+   * 1,000 characters; in GetThread its first 512 KiB. final_reply_truncated
+   * says when it was cut.
    */
   'final_reply': (string);
   /**
@@ -102,4 +112,10 @@ export interface RunInfo__Output {
    * The request_id the run was started with; empty when none.
    */
   'request_id': (string);
+  /**
+   * True when final_reply holds only the start of the reply. The whole reply
+   * is the run's last assistant message: GetThread with this checkpoint_id
+   * pages the conversation as of then.
+   */
+  'final_reply_truncated': (boolean);
 }

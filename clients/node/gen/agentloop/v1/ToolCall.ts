@@ -16,9 +16,21 @@ export interface ToolCall {
   'name'?: (string);
   /**
    * Arguments as the JSON text the model produced. It is kept verbatim (it
-   * may be malformed); the ToolService parses and validates it.
+   * may be malformed); the ToolService parses and validates it. An endpoint
+   * that sends the arguments as a JSON object rather than text gets them
+   * written as compact JSON text.
    */
   'arguments_json'?: (string);
+  /**
+   * What the endpoint sent on this call beyond the standard shape (id, type,
+   * function), as the text of a JSON object: for example Gemini's
+   * {"extra_content": {"google": {"thought_signature": "..."}}}. Opaque to
+   * agentloop, stored with the thread and sent back verbatim, merged into the
+   * call, when the conversation goes to the model again (some providers refuse
+   * a follow-up without it). Empty when there was nothing more. Bounded by the
+   * Reasoner's AGENTLOOP_MAX_PROVIDER_FIELD_BYTES.
+   */
+  'provider_fields_json'?: (string);
 }
 
 /**
@@ -36,7 +48,19 @@ export interface ToolCall__Output {
   'name': (string);
   /**
    * Arguments as the JSON text the model produced. It is kept verbatim (it
-   * may be malformed); the ToolService parses and validates it.
+   * may be malformed); the ToolService parses and validates it. An endpoint
+   * that sends the arguments as a JSON object rather than text gets them
+   * written as compact JSON text.
    */
   'arguments_json': (string);
+  /**
+   * What the endpoint sent on this call beyond the standard shape (id, type,
+   * function), as the text of a JSON object: for example Gemini's
+   * {"extra_content": {"google": {"thought_signature": "..."}}}. Opaque to
+   * agentloop, stored with the thread and sent back verbatim, merged into the
+   * call, when the conversation goes to the model again (some providers refuse
+   * a follow-up without it). Empty when there was nothing more. Bounded by the
+   * Reasoner's AGENTLOOP_MAX_PROVIDER_FIELD_BYTES.
+   */
+  'provider_fields_json': (string);
 }

@@ -18,9 +18,16 @@ export interface Usage {
    */
   'total_tokens'?: (number);
   /**
-   * Part of completion_tokens spent on reasoning, when reported.
+   * Part of completion_tokens spent on reasoning, when reported
+   * (completion_tokens_details.reasoning_tokens, or a provider's variant).
    */
   'reasoning_tokens'?: (number);
+  /**
+   * Part of prompt_tokens read from the provider's prompt cache, when reported
+   * (prompt_tokens_details.cached_tokens, DeepSeek's prompt_cache_hit_tokens,
+   * or another provider's variant). Providers bill these at a lower rate.
+   */
+  'cached_prompt_tokens'?: (number);
 }
 
 /**
@@ -40,7 +47,14 @@ export interface Usage__Output {
    */
   'total_tokens': (number);
   /**
-   * Part of completion_tokens spent on reasoning, when reported.
+   * Part of completion_tokens spent on reasoning, when reported
+   * (completion_tokens_details.reasoning_tokens, or a provider's variant).
    */
   'reasoning_tokens': (number);
+  /**
+   * Part of prompt_tokens read from the provider's prompt cache, when reported
+   * (prompt_tokens_details.cached_tokens, DeepSeek's prompt_cache_hit_tokens,
+   * or another provider's variant). Providers bill these at a lower rate.
+   */
+  'cached_prompt_tokens': (number);
 }
