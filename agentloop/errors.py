@@ -66,6 +66,10 @@ class Reason(StrEnum):
     """RESOURCE_EXHAUSTED: the gateway runs as many runs as it may."""
     RUN_FAILED = "RUN_FAILED"
     """Any code: Invoke's run failed; the code is the failure's."""
+    CONTEXT_LENGTH_EXCEEDED = "CONTEXT_LENGTH_EXCEEDED"
+    """INVALID_ARGUMENT (Reasoner): the conversation does not fit the model's context window."""
+    MODEL_ANSWER_MALFORMED = "MODEL_ANSWER_MALFORMED"
+    """UNAVAILABLE (Reasoner): the model endpoint's answer cannot be read."""
 
 
 class AgentloopError(Exception):
@@ -107,8 +111,8 @@ class AgentloopError(Exception):
 class InvalidArgument(AgentloopError, code=grpc.StatusCode.INVALID_ARGUMENT):
     """A request field is wrong; the message always starts with the field's path."""
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
+    def __init__(self, field: str, problem: str, *, reason: Reason | None = None) -> None:
+        super().__init__(f"{field}: {problem}", reason=reason)
         self.field = field
         self.problem = problem
 

@@ -291,12 +291,12 @@ async def run_seeded(stack: Any, text: str, history: list[common_pb2.Message], *
 
 
 async def test_a_failed_summary_is_not_tried_again_on_every_step() -> None:
-    """The summary endpoint fails (HTTP 500, retried by the gateway): one attempt, then trimming."""
-    attempts = 2  # the gateway's transport attempts of one Reasoner call
+    """The summary endpoint fails (HTTP 500, retried once by the Reasoner): one attempt, then trimming."""
+    attempts = 2  # the requests one Reasoner call may make (1 + AGENTLOOP_MODEL_MAX_RETRIES)
     script = Script(
         scenarios=(SCRIPT.scenarios[0], ADD_THEN_ANSWER), faults=(Fault("status", 500, times=attempts),)
     )
-    stack = await start_stack(script, gateway_overrides={"rpc_attempts": attempts})
+    stack = await start_stack(script, reasoner_overrides={"max_retries": attempts - 1})
     try:
         events = await run_seeded(stack, "add please", long_history(20))
         assert final_of(events).final_reply == "It is 5."

@@ -2,7 +2,7 @@
 
 The test reads the table of reasons from the page itself, provokes each row
 against real services (two gateways on one database, for the reasons that
-need a second owner or a full gateway), and checks code and reason as any
+need a second owner or a full gateway; the Reasoner for its own), and checks code and reason as any
 gRPC client reads them: from the `grpc-status-details-bin` trailer. The
 table must name exactly the reasons of `agentloop.errors.Reason`, the only
 reasons the code can raise with (mypy holds every raise to that type).
@@ -24,7 +24,7 @@ from grpc_status import rpc_status
 from agentloop.errors import Reason
 from agentloop.scripted_model import Fault, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.settings import GatewaySettings
-from agentloop.v1 import agent_pb2, agent_pb2_grpc
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2, reasoner_pb2
 from gateway.service import Gateway
 from gateway.service import create_server as create_gateway
 from tests.support.scripts import add_scenario
@@ -192,6 +192,19 @@ async def test_every_documented_reason_is_sent_as_documented(two_gateways: tuple
     invoke = agent_pb2.InvokeRequest(input="hello", user_id="ana")
     saw(await failure(lambda: agent.Invoke(invoke)), "RUN_FAILED")
     saw(await failure(lambda: agent.Invoke(agent_pb2.InvokeRequest(input="", user_id="ana"))), CODE_NAME)
+
+    # The Reasoner's own: a prompt the endpoint finds too long, an answer that cannot be read.
+    step = reasoner_pb2.StepRequest(
+        params=reasoner_pb2.CompletionParams(
+            messages=[common_pb2.Message(role=common_pb2.ROLE_USER, content="hi")]
+        )
+    )
+    too_long = Fault("status", 400, message="This model's maximum context length is 8192 tokens.")
+    stack.model.set_script(dataclasses.replace(SCRIPT, faults=(too_long,)))
+    saw(await failure(lambda: stack.reasoner_stub.Step(step)), "CONTEXT_LENGTH_EXCEEDED")
+    stack.model.set_script(dataclasses.replace(SCRIPT, faults=(Fault("malformed_json", times=5),)))
+    saw(await failure(lambda: stack.reasoner_stub.Step(step)), "MODEL_ANSWER_MALFORMED")
+    stack.model.set_script(SCRIPT)
 
     for run_id, stub in ((busy_here, agent), (busy_there, elsewhere)):
         await stub.Cancel(agent_pb2.CancelRequest(run_id=run_id, user_id="ana"), timeout=15)
