@@ -105,6 +105,7 @@ class Update:
     approvals: dict[str, agent_pb2.ApprovalDecision] | None = None
     recalled: list[str] | None = None
     calibration: Calibration | None = None
+    summary_stalled_at: int | None = None
 
 
 _OVERWRITTEN = (
@@ -118,6 +119,7 @@ _OVERWRITTEN = (
     "approvals",
     "recalled",
     "calibration",
+    "summary_stalled_at",
 )
 """Update fields that replace the state's value when set (the others append or add)."""
 
@@ -155,6 +157,10 @@ class RunState:
     """Facts recalled from long-term memory for this run (None: not looked up yet)."""
     calibration: Calibration = field(default_factory=Calibration)
     """The newest model call's reported prompt size next to its estimate (context budgeting)."""
+    summary_stalled_at: int | None = None
+    """Length of `messages` when a summary attempt of this run failed or left the prompt over the
+    budget: the next attempt waits for a new crossing (gateway.compression.summary_due). Not
+    checkpointed: a resumed run may try once more."""
 
     @property
     def max_steps(self) -> int:
