@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
 
+from agentloop.serving import Health
 from gateway.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class DependencyHealth:
 
     def __init__(
         self,
-        health: health_aio.HealthServicer,
+        health: Health,
         service_name: str,
         probes: dict[str, Callable[[], Awaitable[bool]]],
         interval_s: float,

@@ -579,6 +579,7 @@ async def create_server(
             tls=tls,
             authenticator=authenticator,
             max_message_bytes=settings.max_message_bytes,
+            limits=settings.limits,
         )
         manager.start_background()
         probes = {
