@@ -5,11 +5,12 @@ real client and completes a run, then opens `--connections` TCP connections
 to the gateway from `--workers` processes (a process may hold only as many
 descriptors as `ulimit -n`), each from its own loopback address (127.0.0.2,
 127.0.0.3, ...), so the kernel has ports enough and the client stays another
-peer. Half of them send nothing at all; the other half send the HTTP/2
-preface and SETTINGS, as a client does, and then never call. None carries
-credentials. While they are held, the client that was already connected runs
-back to back, and every `--fresh-every-s` a new client (a new connection)
-connects and runs once. Both clients use agentloop's own channel options
+peer. Half of them send nothing at all; the other half open HTTP/2 as a
+client does (preface, SETTINGS, acknowledging the server's SETTINGS and
+answering its keepalive PINGs) and then never call. None carries
+credentials. While they are held, the client that was already connected
+runs back to back, and every `--fresh-every-s` a new client (a new
+connection) connects and runs once. Both clients use agentloop's own channel options
 (agentloop.channels: reconnect within a second), as AgentClient does.
 
 Reports: connections accepted (the TCP connect succeeded), closed by the
@@ -61,6 +62,9 @@ HTTP2_OPENING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00
 CONNECTS_AT_ONCE = 512
 """Connection attempts one worker has in flight (the listen backlog holds a few thousand)."""
 RUN_TIMEOUT_S = 60.0
+FRESH_TIMEOUT_S = 30.0
+"""A fresh client gives up on its connect and run after this long (an error in the report)."""
+FRESH_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 GRPC_DEFAULTS = {
     "AGENTLOOP_MAX_CONNECTIONS": "0",
     "AGENTLOOP_HANDSHAKE_TIMEOUT_S": "120",
@@ -114,7 +118,9 @@ async def hold_one(
     try:
         if held.speaks_http2:
             writer.write(HTTP2_OPENING)
-        read = asyncio.ensure_future(_until_closed(reader))
+            read = asyncio.ensure_future(_idle_http2(reader, writer))
+        else:
+            read = asyncio.ensure_future(_until_closed(reader))
         released = asyncio.ensure_future(release.wait())
         await asyncio.wait({read, released}, return_when=asyncio.FIRST_COMPLETED)
         released.cancel()
@@ -135,6 +141,34 @@ async def _until_closed(reader: asyncio.StreamReader) -> float:
         while await reader.read(65536):
             pass
     return time.time()
+
+
+async def _idle_http2(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> float:
+    """Behave as an idle HTTP/2 client until the server closes the connection; when it did.
+
+    It acknowledges the server's SETTINGS and answers its PINGs, as every real
+    client does (a connection that did not would be closed by gRPC's settings
+    and keepalive timeouts), and never starts a stream.
+    """
+    with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+        while True:
+            header = await reader.readexactly(9)
+            length = int.from_bytes(header[:3], "big")
+            kind, flags = header[3], header[4]
+            payload = await reader.readexactly(length)
+            if kind == _SETTINGS and not flags & _ACK:
+                writer.write(_frame(_SETTINGS, _ACK, b""))
+            elif kind == _PING and not flags & _ACK:
+                writer.write(_frame(_PING, _ACK, payload))
+    return time.time()
+
+
+_SETTINGS, _PING, _ACK = 0x4, 0x6, 0x1
+
+
+def _frame(kind: int, flags: int, payload: bytes) -> bytes:
+    """An HTTP/2 frame on stream 0."""
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + b"\x00\x00\x00\x00" + payload
 
 
 async def hold_many(
@@ -212,9 +246,12 @@ async def drive_clients(
                 await asyncio.wait_for(stop.wait(), fresh_every_s)
             if stop.is_set():
                 return
-            async with open_channel(addr) as channel:
+            # Its own subchannel pool: a new channel would otherwise share the connected client's
+            # connection (gRPC pools subchannels process-wide) and never open one of its own.
+            async with open_channel(addr, options=FRESH_CONNECTION) as channel:
                 try:
-                    runs.fresh_runs_s.append(await one_run(agent_pb2_grpc.AgentStub(channel)))
+                    stub = agent_pb2_grpc.AgentStub(channel)
+                    runs.fresh_runs_s.append(await one_run(stub, FRESH_TIMEOUT_S))
                 except Exception as exc:
                     runs.fresh_errors.append(_kind(exc))
 
