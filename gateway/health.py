@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agentloop.serving import HEALTH_REASON_KEY, Health
@@ -115,41 +116,36 @@ def service_probe(channel: grpc.aio.Channel, authenticated: Callable[[], Awaitab
     return probe
 
 
+def _probe_call(
+    method: grpc.aio.UnaryUnaryMultiCallable,
+    request: Message,
+    name: str,
+    accepted: tuple[grpc.StatusCode, ...] = (),
+) -> Callable[[], Awaitable[None]]:
+    """One call of `method` with the gateway's credentials, marked as a probe; an answer or an
+    `accepted` error shows the credentials passed."""
+
+    async def call() -> None:
+        try:
+            await method(request, timeout=_PROBE_TIMEOUT_S, metadata=_PROBE_METADATA, wait_for_ready=False)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() not in accepted:
+                raise _refused(exc, name) from None
+
+    return call
+
+
 def reasoner_probe(channel: grpc.aio.Channel) -> Probe:
     """The Reasoner's health, and a Step with no messages: INVALID_ARGUMENT proves the token was accepted."""
     step = reasoner_pb2_grpc.ReasonerStub(channel).Step
-
-    async def authenticated() -> None:
-        try:
-            await step(
-                reasoner_pb2.StepRequest(),
-                timeout=_PROBE_TIMEOUT_S,
-                metadata=_PROBE_METADATA,
-                wait_for_ready=False,
-            )
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.INVALID_ARGUMENT:
-                raise _refused(exc, "Step") from None
-
-    return service_probe(channel, authenticated)
+    empty = reasoner_pb2.StepRequest()
+    return service_probe(channel, _probe_call(step, empty, "Step", (grpc.StatusCode.INVALID_ARGUMENT,)))
 
 
 def tools_probe(channel: grpc.aio.Channel) -> Probe:
     """The ToolService's health, and its tool list (ListTools needs the gateway's credentials)."""
     list_tools = tools_pb2_grpc.ToolServiceStub(channel).ListTools
-
-    async def authenticated() -> None:
-        try:
-            await list_tools(
-                tools_pb2.ListToolsRequest(),
-                timeout=_PROBE_TIMEOUT_S,
-                metadata=_PROBE_METADATA,
-                wait_for_ready=False,
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise _refused(exc, "ListTools") from None
-
-    return service_probe(channel, authenticated)
+    return service_probe(channel, _probe_call(list_tools, tools_pb2.ListToolsRequest(), "ListTools"))
 
 
 class DependencyHealth:
