@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import ipaddress
 import urllib.parse
 from types import TracebackType
@@ -35,12 +36,14 @@ RETRY_DELAY_S = 1.0
 """What RetryInfo suggests to a refused caller: calls are short or streams end; a second is plenty."""
 
 
+@functools.lru_cache(maxsize=4096)
 def peer_host(peer: str) -> str:
     """The client address of a gRPC peer string, without its port.
 
     ``ipv4:10.0.0.5:51234`` → ``10.0.0.5``; ``ipv6:%5B::1%5D:51234`` → ``::1`` (an
     IPv4-mapped IPv6 address becomes the IPv4 one, so a client counts once on a
     dual-stack port); a Unix socket peer is ``unix`` (every local caller shares it).
+    Cached: a connection's calls all come from one peer string, and every call asks.
     """
     scheme, _, rest = urllib.parse.unquote(peer).partition(":")
     if scheme not in ("ipv4", "ipv6"):

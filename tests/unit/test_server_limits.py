@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from agentloop.call_limits import CallLimits, peer_host
@@ -98,3 +101,16 @@ def test_call_limits_count_per_address_and_in_all() -> None:
     limits.give_back("a")
     limits.take("c")
     assert (limits.in_flight, limits.by_peer) == (3, {"a": 1, "b": 1, "c": 1})
+
+
+def test_a_served_process_lifts_its_descriptor_limit_to_the_hard_one() -> None:
+    code = (
+        "import resource\n"
+        "from agentloop.serving import open_file_limit, raise_open_file_limit\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))\n"
+        "raise_open_file_limit()\n"
+        "print(open_file_limit() == (None if hard == resource.RLIM_INFINITY else hard))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.stdout.strip() == "True", child.stderr
