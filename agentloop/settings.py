@@ -269,6 +269,9 @@ class GatewaySettings:
     retention_idle_ttl_s: float = 0.0
     retention_interval_s: float = 3600.0
     hooks: tuple[str, ...] = ()
+    """Hooks every run uses; a client cannot switch them off (AGENTLOOP_HOOKS)."""
+    client_hooks: tuple[str, ...] = ("redact_secrets",)
+    """Hooks a client may add to its run (AGENTLOOP_CLIENT_HOOKS; "" for none)."""
     hook_modules: tuple[str, ...] = ()
     max_active_runs: int = 1000
     max_tool_calls_per_step: int = 32
@@ -307,6 +310,9 @@ class GatewaySettings:
             retention_idle_ttl_s=_float(e, "AGENTLOOP_THREAD_TTL_S", cls.retention_idle_ttl_s),
             retention_interval_s=_float(e, "AGENTLOOP_RETENTION_INTERVAL_S", cls.retention_interval_s, 1.0),
             hooks=_list(e, "AGENTLOOP_HOOKS"),
+            client_hooks=(
+                _list(e, "AGENTLOOP_CLIENT_HOOKS") if "AGENTLOOP_CLIENT_HOOKS" in e else cls.client_hooks
+            ),
             hook_modules=_list(e, "AGENTLOOP_HOOK_MODULES"),
             max_active_runs=_int(e, "AGENTLOOP_MAX_ACTIVE_RUNS", cls.max_active_runs, minimum=1),
             max_tool_calls_per_step=_int(

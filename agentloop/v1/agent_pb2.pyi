@@ -384,8 +384,9 @@ class RunOptions(_message.Message):
 
     @_builtins.property
     def hooks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
-        this run; empty runs the gateway's default hooks.
+        """Hooks to add to this run, after the gateway's own (AGENTLOOP_HOOKS),
+        which every run gets; each must be one the gateway lets clients add
+        (AGENTLOOP_CLIENT_HOOKS), else INVALID_ARGUMENT.
         """
 
     def __init__(

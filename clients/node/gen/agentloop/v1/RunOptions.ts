@@ -62,8 +62,9 @@ export interface RunOptions {
    */
   'require_approval'?: (string)[];
   /**
-   * Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
-   * this run; empty runs the gateway's default hooks.
+   * Hooks to add to this run, after the gateway's own (AGENTLOOP_HOOKS),
+   * which every run gets; each must be one the gateway lets clients add
+   * (AGENTLOOP_CLIENT_HOOKS), else INVALID_ARGUMENT.
    */
   'hooks'?: (string)[];
   /**
@@ -165,8 +166,9 @@ export interface RunOptions__Output {
    */
   'require_approval': (string)[];
   /**
-   * Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
-   * this run; empty runs the gateway's default hooks.
+   * Hooks to add to this run, after the gateway's own (AGENTLOOP_HOOKS),
+   * which every run gets; each must be one the gateway lets clients add
+   * (AGENTLOOP_CLIENT_HOOKS), else INVALID_ARGUMENT.
    */
   'hooks': (string)[];
   /**
