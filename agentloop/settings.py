@@ -221,6 +221,8 @@ class ToolSettings:
     modules: tuple[str, ...] = ()
     sql_database: str = ""
     sql_row_limit: int = 100
+    sql_max_concurrent: int = 2
+    """SQL tool calls that run at once; the others wait (AGENTLOOP_SQL_MAX_CONCURRENT)."""
     max_result_bytes: int = 1024 * 1024
     mcp_config: str = ""
     """Path of the JSON or TOML file declaring MCP servers whose tools are served too ("" = none)."""
@@ -237,6 +239,7 @@ class ToolSettings:
             modules=modules,
             sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
             sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
+            sql_max_concurrent=_int(e, "AGENTLOOP_SQL_MAX_CONCURRENT", cls.sql_max_concurrent, minimum=1),
             max_result_bytes=_int(e, "AGENTLOOP_MAX_RESULT_BYTES", cls.max_result_bytes, minimum=1024),
             mcp_config=_get(e, "AGENTLOOP_MCP_CONFIG", cls.mcp_config),
         )
