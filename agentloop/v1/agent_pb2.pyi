@@ -373,7 +373,9 @@ class RunOptions(_message.Message):
         """A JSON Schema (an object) the final answer must satisfy. The gateway adds
         a finish tool ("final_answer") with this schema, requires tool use until a
         call validates, feeds validation errors back, and puts the validated
-        object in RunFinal.structured_output.
+        object in RunFinal.structured_output. Its references must point inside
+        it ("#/$defs/Name"): nothing it names is fetched or read, and any other
+        reference is INVALID_ARGUMENT.
         """
 
     @_builtins.property

@@ -156,3 +156,28 @@ def test_an_invalid_schema_names_where() -> None:
     )
     assert refusal(["not", "an", "object"]) == "must be a JSON object or a boolean, not list"
     assert compile_schema(True).errors(json.loads('{"a": 1}')) == []
+
+
+def test_a_tool_with_a_schema_that_refers_outside_itself_is_not_registered() -> None:
+    from tool_svc.registry import Tool
+
+    def fetch(**arguments: object) -> str:
+        return "never"
+
+    with pytest.raises(ValueError, match="refers outside itself") as info:
+        Tool(
+            fetch,
+            name="fetch",
+            parameters={"type": "object", "properties": {"a": {"$ref": "file:///etc/hosts"}}},
+        )
+    assert str(info.value).startswith("tool 'fetch': its parameters schema refers outside itself")
+    tool = Tool(
+        fetch,
+        name="fine",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"type": "integer"}},
+        },
+    )
+    assert tool.bind('{"a": 3}') == {"a": 3}

@@ -104,7 +104,9 @@ export interface RunOptions {
    * A JSON Schema (an object) the final answer must satisfy. The gateway adds
    * a finish tool ("final_answer") with this schema, requires tool use until a
    * call validates, feeds validation errors back, and puts the validated
-   * object in RunFinal.structured_output.
+   * object in RunFinal.structured_output. Its references must point inside
+   * it ("#/$defs/Name"): nothing it names is fetched or read, and any other
+   * reference is INVALID_ARGUMENT.
    */
   'output_schema'?: (_google_protobuf_Struct | null);
   '_temperature'?: "temperature";
@@ -208,7 +210,9 @@ export interface RunOptions__Output {
    * A JSON Schema (an object) the final answer must satisfy. The gateway adds
    * a finish tool ("final_answer") with this schema, requires tool use until a
    * call validates, feeds validation errors back, and puts the validated
-   * object in RunFinal.structured_output.
+   * object in RunFinal.structured_output. Its references must point inside
+   * it ("#/$defs/Name"): nothing it names is fetched or read, and any other
+   * reference is INVALID_ARGUMENT.
    */
   'output_schema': (_google_protobuf_Struct__Output | null);
   '_temperature'?: "temperature";
