@@ -100,6 +100,18 @@ class ArgumentError(Exception):
         self.message = message
 
 
+class ResultTooLarge(Exception):
+    """A tool's result is over what may be returned; the executor makes it a TOO_LARGE error result.
+
+    For tools that learn the size before holding the result (an MCP server's
+    reply refused by the transport); ``size`` is the size in bytes, or a lower bound.
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the result is {size} bytes or more")
+        self.size = size
+
+
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
