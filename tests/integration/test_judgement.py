@@ -330,6 +330,28 @@ async def test_a_client_cannot_switch_off_the_operators_hooks(operator_stack: St
     assert POST_REASONING_CALLS[events[0].run_id] == 2
 
 
+async def test_a_paused_run_resumes_with_the_operators_and_the_clients_hooks(database_url: str) -> None:
+    overrides = {
+        "hooks": ("redact_secrets",),
+        "hook_modules": ("tests.support.counting_hooks",),
+        "client_hooks": ("count_model_messages",),
+    }
+    async with probed_stack(SCRIPT, gateway_overrides=overrides, database_url=database_url) as (stack, _):
+        paused = await stack.run("leaky", hooks=["count_model_messages"], require_approval=["leak"])
+        interrupt = next(e for e in paused if e.WhichOneof("event") == "interrupt")
+        decision = agent_pb2.ApprovalDecision(
+            tool_call_id=interrupt.interrupt.pending[0].id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE
+        )
+        resume = agent_pb2.ResumeRequest(run_id=interrupt.run_id, decisions=[decision])
+        resumed = [r.event async for r in stack.agent.Resume(resume, timeout=30)]
+
+    final = final_of(resumed)
+    assert "[REDACTED]" in final.final_reply
+    assert "sk-live" not in final.final_reply
+    # Both model messages, before the pause and after the resume, went through the client's hook.
+    assert POST_REASONING_CALLS[interrupt.run_id] == 2
+
+
 async def test_a_client_may_only_add_the_hooks_the_operator_approved(operator_stack: Stack) -> None:
     for hooks, bad in ((["shout"], 0), (["count_model_messages", "redact_secrets", "nope"], 2)):
         with pytest.raises(grpc.aio.AioRpcError) as info:
