@@ -93,6 +93,12 @@ def test_a_root_id_names_the_schema_but_local_references_stay_inside_it(no_urlop
     assert no_urlopen == []
 
 
+def test_a_meta_schema_named_by_url_is_never_fetched(no_urlopen: list[str]) -> None:
+    schema = {"$schema": "http://127.0.0.1:9/meta.json", "type": "integer"}
+    assert [e.message for e in compile_schema(schema).errors("x")] == ["'x' is not of type 'integer'"]
+    assert no_urlopen == []
+
+
 def test_local_pointers_recursion_and_escaped_names_work() -> None:
     tree = {
         "type": "object",
