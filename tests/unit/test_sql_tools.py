@@ -8,12 +8,14 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from agentloop.v1 import common_pb2
+from tests.support.waiting import assert_eventually
 from tool_svc import ToolRegistry
 from tool_svc.builtins.calculator import calculator
 from tool_svc.builtins.sql import SAMPLE_SQL, ReadOnlyDatabase, sql_tools
@@ -411,3 +413,22 @@ async def test_fts3_tokenizer_through_the_executor_is_an_error_result(tmp_path: 
         assert result.content.startswith(
             "ValueError: SQL error: not authorized to use function: fts3_tokenizer"
         )
+
+
+async def test_a_call_cancelled_mid_query_frees_its_thread_at_once(tmp_path: Path) -> None:
+    # One SQL thread, and a time limit no test would wait for: only the interruption can free it.
+    db = ReadOnlyDatabase(tmp_path / "shop.db", row_limit=5, time_limit_s=600, max_concurrent=1)
+    started = threading.Event()
+
+    def endless() -> dict[str, object]:
+        started.set()
+        return db.query(ENDLESS, limit=1)
+
+    runaway = asyncio.create_task(db.call(endless))
+    await assert_eventually(started.is_set, timeout_s=30, message="the query did not start")
+    runaway.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await runaway
+    # Without the interruption this waits for the endless query (10 minutes); wait_for only stops a hang.
+    after = await asyncio.wait_for(db.call(db.query, "SELECT 1 AS one", 1), 60)
+    assert after["rows"] == [[1]]

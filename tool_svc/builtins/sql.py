@@ -202,13 +202,31 @@ class ReadOnlyDatabase:
         self._ready = False
         self._lock = threading.Lock()
         self._threads = ThreadPoolExecutor(max_concurrent, thread_name_prefix="sql")
+        self._abandoned = threading.local()
 
     async def call(self, work: Callable[..., R], *args: Any) -> R:
         """Run one of the methods below on the database's own threads, waiting for a free one.
 
-        A call cancelled while it waits (its timeout, say) is dropped without running.
+        A call cancelled while it waits (its timeout, say) is dropped without
+        running; one cancelled while it runs is interrupted at the next
+        progress check, so its thread is free for the next query at once.
         """
-        return await asyncio.get_running_loop().run_in_executor(self._threads, work, *args)
+        abandoned = threading.Event()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._threads, self._watched, abandoned, work, *args
+            )
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
+    def _watched(self, abandoned: threading.Event, work: Callable[..., R], *args: Any) -> R:
+        """``work(*args)`` on this thread, with ``abandoned`` for `_run`'s progress handler to watch."""
+        self._abandoned.event = abandoned
+        try:
+            return work(*args)
+        finally:
+            self._abandoned.event = None
 
     def list_tables(self) -> list[str]:
         """Table and view names, sorted."""
@@ -335,7 +353,12 @@ class ReadOnlyDatabase:
         self._ensure_built()
         with closing(self._connect()) as conn:
             deadline = time.monotonic() + self.time_limit_s
-            conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_EVERY)
+            abandoned: threading.Event | None = getattr(self._abandoned, "event", None)
+
+            def stop() -> bool:
+                return time.monotonic() > deadline or (abandoned is not None and abandoned.is_set())
+
+            conn.set_progress_handler(stop, PROGRESS_EVERY)
             try:
                 return work(conn)
             except sqlite3.Error as exc:
