@@ -68,7 +68,7 @@ test: $(STAMP) check-proto check-ts lint typecheck test-node ## The whole suite:
 test-node: $(STAMP) $(NODE_STAMP) ## The Node client against the real services (node --test)
 	node --test $(NODE_DIR)/test/*.test.js
 
-bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, first token, cross-gateway events, the hops' floor); results go to bench/results/
+bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detection, context, capacity, first token, cross-gateway events, the hops' floor, SQL isolation); results go to bench/results/
 	$(BIN)/python -m bench.overhead
 	$(BIN)/python -m bench.checkpoints
 	$(BIN)/python -m bench.store_hotpath
@@ -79,6 +79,7 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 	$(BIN)/python -m bench.first_token
 	$(BIN)/python -m bench.cross_gateway
 	$(BIN)/python -m bench.floor
+	$(BIN)/python -m bench.sql_isolation
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load

@@ -237,6 +237,8 @@ class ToolSettings:
     modules: tuple[str, ...] = ()
     sql_database: str = ""
     sql_row_limit: int = 100
+    sql_max_concurrent: int = 2
+    """SQL tool calls that run at once; the others wait (AGENTLOOP_SQL_MAX_CONCURRENT)."""
     max_result_bytes: int = 1024 * 1024
     mcp_config: str = ""
     """Path of the JSON or TOML file declaring MCP servers whose tools are served too ("" = none)."""
@@ -253,6 +255,7 @@ class ToolSettings:
             modules=modules,
             sql_database=_get(e, "AGENTLOOP_SQL_DATABASE", cls.sql_database),
             sql_row_limit=_int(e, "AGENTLOOP_SQL_ROW_LIMIT", cls.sql_row_limit, minimum=1),
+            sql_max_concurrent=_int(e, "AGENTLOOP_SQL_MAX_CONCURRENT", cls.sql_max_concurrent, minimum=1),
             max_result_bytes=_int(e, "AGENTLOOP_MAX_RESULT_BYTES", cls.max_result_bytes, minimum=1024),
             mcp_config=_get(e, "AGENTLOOP_MCP_CONFIG", cls.mcp_config),
         )
@@ -360,6 +363,9 @@ class GatewaySettings:
     retention_idle_ttl_s: float = 0.0
     retention_interval_s: float = 3600.0
     hooks: tuple[str, ...] = ()
+    """Hooks every run uses; a client cannot switch them off (AGENTLOOP_HOOKS)."""
+    client_hooks: tuple[str, ...] = ("redact_secrets",)
+    """Hooks a client may add to its run (AGENTLOOP_CLIENT_HOOKS; "" for none)."""
     hook_modules: tuple[str, ...] = ()
     max_active_runs: int = 1000
     max_active_runs_per_caller: int = 0
@@ -411,6 +417,9 @@ class GatewaySettings:
             retention_idle_ttl_s=_float(e, "AGENTLOOP_THREAD_TTL_S", cls.retention_idle_ttl_s),
             retention_interval_s=_float(e, "AGENTLOOP_RETENTION_INTERVAL_S", cls.retention_interval_s, 1.0),
             hooks=_list(e, "AGENTLOOP_HOOKS"),
+            client_hooks=(
+                _list(e, "AGENTLOOP_CLIENT_HOOKS") if "AGENTLOOP_CLIENT_HOOKS" in e else cls.client_hooks
+            ),
             hook_modules=_list(e, "AGENTLOOP_HOOK_MODULES"),
             max_active_runs=_int(e, "AGENTLOOP_MAX_ACTIVE_RUNS", cls.max_active_runs, minimum=1),
             max_active_runs_per_caller=_int(

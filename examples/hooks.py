@@ -1,15 +1,18 @@
 """Hooks: code the gateway runs around each model call and each tool round (docs/hooks.md).
 
 The custom hooks are in examples/my_hooks.py; with --self-contained the gateway is started as if
-with AGENTLOOP_HOOK_MODULES=my_hooks and AGENTLOOP_HOOKS=redact_secrets.
+with AGENTLOOP_HOOK_MODULES=my_hooks, AGENTLOOP_HOOKS=redact_secrets (the operator's hook, which
+every run gets) and AGENTLOOP_CLIENT_HOOKS=audit,house_style,sign (the hooks a client may add).
 """
 
 from __future__ import annotations
 
-from _harness import Session, collect, run_example, show, system_messages_sent
+from _harness import RpcError, Session, collect, run_example, show, system_messages_sent
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
+
+CLIENT_HOOKS = ("audit", "house_style", "sign")
 
 # `leak` (a test tool) returns 'config: api_key="sk-live-0123456789abcdefghij" region=eu'.
 SCRIPT = Script(
@@ -30,17 +33,21 @@ async def run(session: Session, hooks: list[str]) -> None:
 
 
 async def main(session: Session) -> None:
-    print("1. no RunOptions.hooks: the gateway's default hooks run (here redact_secrets):")
+    print("1. no RunOptions.hooks: the operator's hooks run (here redact_secrets):")
     await run(session, [])
 
-    print("2. hooks=['audit', 'house_style', 'sign'] replaces the defaults, so nothing is redacted:")
+    print("2. hooks=['audit', 'house_style', 'sign'] are added; redact_secrets still runs first:")
     await run(session, ["audit", "house_style", "sign"])
     if session.model is not None:
         print(f"  last system message the model got: {system_messages_sent(session.model)[-1]!r}")
 
-    print("3. hooks=['redact_secrets', 'audit', 'sign']: built-in and custom hooks together:")
-    await run(session, ["redact_secrets", "audit", "sign"])
+    print("3. hooks=['shout']: a hook the operator did not let clients add is refused:")
+    try:
+        await run(session, ["shout"])
+    except RpcError as exc:
+        print(f"  {exc.code().name}: {exc.details()}")
 
 
 if __name__ == "__main__":
-    run_example(main, SCRIPT, gateway={"hook_modules": ("my_hooks",), "hooks": ("redact_secrets",)})
+    gateway = {"hook_modules": ("my_hooks",), "hooks": ("redact_secrets",), "client_hooks": CLIENT_HOOKS}
+    run_example(main, SCRIPT, gateway=gateway)

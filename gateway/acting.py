@@ -15,9 +15,8 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 
-import jsonschema
-
 from agentloop.jsonlimits import STRUCT_MAX_DEPTH, loads_bounded
+from agentloop.untrusted_schema import SchemaRefused, compile_schema
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import call_hooks
 from gateway.loop_detection import describe, detect_loop, rounds_of
@@ -244,8 +243,13 @@ def _check_final_answer(
             f"final_answer arguments are not valid JSON: {exc}. Call final_answer again with a JSON object."
         )
         return _error_result(call, common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS, message), None
-    validator = jsonschema.Draft202012Validator(state.config.output_schema)
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    try:
+        # Checked when the run was created; compiled here so that nothing it names is ever fetched.
+        errors = compile_schema(state.config.output_schema).errors(value)
+    except SchemaRefused as exc:
+        message = f"The answer could not be checked against the required schema: {exc}."
+        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
+    errors.sort(key=lambda e: list(e.absolute_path))
     if errors:
         problems = "; ".join(f"$.{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
         message = (

@@ -1,8 +1,11 @@
 """Hooks: code that runs around reasoning and acting (seed 003's pre/post hooks).
 
-A hook is registered by name and enabled per gateway (AGENTLOOP_HOOKS) or per
-run (RunOptions.hooks). Each of its four callbacks is optional and may be sync
-or async:
+A hook is registered by name. The operator's hooks (AGENTLOOP_HOOKS) run in
+every run, whatever the client asks: they are the operator's protections (the
+`redact_secrets` hook, say) and no client may switch them off. A run may add
+hooks (RunOptions.hooks), but only those the operator lets clients add
+(AGENTLOOP_CLIENT_HOOKS). Each of a hook's four callbacks is optional and may
+be sync or async:
 
 - pre_reasoning(ctx, messages) -> messages: what the model is about to see
   (not stored in the thread);
@@ -107,10 +110,21 @@ BUILTIN_HOOKS: dict[str, Hook] = {
 }
 
 
-class HookRegistry:
-    """Hooks by name: the built-ins plus those of user modules."""
+CLIENT_HOOKS_DEFAULT = ("redact_secrets",)
+"""Hooks a client may add unless the operator says otherwise: `redact_secrets` only hides text, so a
+client asking for it can only protect more; hooks of user modules may act or change what the model
+sees, so the operator approves each by name."""
 
-    def __init__(self, modules: Iterable[str] = (), defaults: Iterable[str] = ()) -> None:
+
+class HookRegistry:
+    """Hooks by name (built-ins and user modules'): the operator's, and those clients may add."""
+
+    def __init__(
+        self,
+        modules: Iterable[str] = (),
+        defaults: Iterable[str] = (),
+        client_hooks: Iterable[str] = CLIENT_HOOKS_DEFAULT,
+    ) -> None:
         self._hooks = dict(BUILTIN_HOOKS)
         for module_name in modules:
             module = importlib.import_module(module_name)
@@ -122,20 +136,36 @@ class HookRegistry:
                     raise ValueError(f"{module_name}.HOOKS[{name!r}] is not a Hook")
                 self._hooks[name] = hook
         self.defaults = tuple(defaults)
-        unknown = [name for name in self.defaults if name not in self._hooks]
-        if unknown:
-            raise ValueError(f"AGENTLOOP_HOOKS names unknown hooks {unknown}; known: {sorted(self._hooks)}")
+        self.client_hooks = tuple(client_hooks)
+        for setting, names in (
+            ("AGENTLOOP_HOOKS", self.defaults),
+            ("AGENTLOOP_CLIENT_HOOKS", self.client_hooks),
+        ):
+            unknown = [name for name in names if name not in self._hooks]
+            if unknown:
+                raise ValueError(f"{setting} names unknown hooks {unknown}; known: {sorted(self._hooks)}")
 
     def names(self) -> list[str]:
         """Every registered hook name."""
         return sorted(self._hooks)
 
     def select(self, names: Sequence[str], field: str) -> tuple[Hook, ...]:
-        """The hooks a run uses: `names` (validated) or the gateway's defaults."""
-        chosen = names or self.defaults
+        """The hooks a run uses: the operator's, then those of `names` clients may add, in order.
+
+        Naming an operator hook is allowed and changes nothing (it runs
+        anyway, once): a run's stored options list every hook it uses, and
+        a gateway that resumes it selects them again. Any other name must be
+        one clients may add; an unknown name gets the same answer, so the
+        operator's other hook names stay private.
+        """
+        chosen = list(self.defaults)
         for i, name in enumerate(names):
-            if name not in self._hooks:
+            if name in chosen:
+                continue
+            if name not in self.client_hooks:
+                allowed = ", ".join(self.client_hooks) or "none"
                 raise InvalidArgument(
-                    f"{field}[{i}]", f"unknown hook {name!r} (known: {', '.join(self.names())})"
+                    f"{field}[{i}]", f"{name!r} is not a hook clients may add (allowed: {allowed})"
                 )
+            chosen.append(name)
         return tuple(self._hooks[name] for name in chosen)

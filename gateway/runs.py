@@ -86,7 +86,7 @@ class RunManager(RunStarts):
         self._deps = deps
         self._store = store
         self._catalog = ToolCatalog(deps.tools, settings.tools_cache_s)
-        self.hooks = HookRegistry(settings.hook_modules, settings.hooks)
+        self.hooks = HookRegistry(settings.hook_modules, settings.hooks, settings.client_hooks)
         self.instance_id = settings.instance_id or default_instance_id()
         self._active: dict[str, ActiveRun] = {}
         self._admitting = 0

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import math
 
-import jsonschema
-
 from agentloop.errors import InvalidArgument
 from agentloop.jsonlimits import JsonLimitError, check_bounds, loads_bounded
 from agentloop.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
+from agentloop.untrusted_schema import SchemaRefused, check_schema
 from agentloop.v1 import agent_pb2, common_pb2
 from agentloop.wellknown import seconds, struct_to_dict
 from gateway.hooks import HookRegistry
@@ -56,9 +55,9 @@ def _output_schema(options: agent_pb2.RunOptions) -> dict[str, object] | None:
         raise InvalidArgument("options.output_schema", f"is larger than {MAX_SCHEMA_BYTES} bytes")
     schema = struct_to_dict(options.output_schema)
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise InvalidArgument("options.output_schema", f"is not a valid JSON Schema: {exc.message}") from None
+        check_schema(schema)  # nothing it refers to is fetched or read (agentloop.untrusted_schema)
+    except SchemaRefused as exc:
+        raise InvalidArgument("options.output_schema", str(exc)) from None
     return schema
 
 

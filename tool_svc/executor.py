@@ -27,7 +27,7 @@ from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2, tools_pb2
 from agentloop.wellknown import duration
 from tool_svc.injected import InjectedValues
-from tool_svc.registry import ArgumentError, ErrorKind, Tool, ToolContext, ToolRegistry
+from tool_svc.registry import ArgumentError, ErrorKind, ResultTooLarge, Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +334,8 @@ async def _call(
             return _too_large(call, size, limits.max_result_bytes, "a tool result may hold", start)
     except ArgumentError as exc:
         return _failure(call, exc.kind, exc.message, start)
+    except ResultTooLarge as exc:
+        return _too_large(call, exc.size, limits.max_result_bytes, "a tool result may hold", start)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None and task.cancelling():

@@ -27,12 +27,14 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, MCPError
 from pydantic import ValidationError
 
+from agentloop.untrusted_schema import SchemaRefused, check_schema
+from tool_svc.executor import DEFAULT_MAX_RESULT_BYTES
 from tool_svc.mcp_config import McpServerConfig
-from tool_svc.registry import Tool, ToolRegistry
+from tool_svc.mcp_transport import http_client, http_session, message_limit, stdio_parameters, too_large
+from tool_svc.registry import ResultTooLarge, Tool, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +42,9 @@ SEPARATOR = "__"
 MAX_TOOLS_PER_SERVER = 256
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_DESCRIPTION_CHARS = 4000
-MAX_RESULT_CHARS = 1024 * 1024
 _LIST_PAGES = 32
 _BACKOFF_START_S = 0.5
 _BACKOFF_MAX_S = 30.0
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -86,10 +86,7 @@ def result_text(result: mcp_types.CallToolResult) -> str:
             parts.append(f"[resource {block.resource.uri}, {len(block.resource.blob)} base64 characters]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    text = "\n".join(parts)
-    if len(text) > MAX_RESULT_CHARS:
-        text = text[:MAX_RESULT_CHARS] + f"\n[truncated: the result had {len(text)} characters]"
-    return text
+    return "\n".join(parts)
 
 
 def describe_failure(exc: BaseException, config: McpServerConfig) -> str:
@@ -120,16 +117,21 @@ def _fingerprint(tools: list[mcp_types.Tool]) -> str:
 class McpConnection:
     """One MCP server: the task owning its session, and the registry entries of its tools."""
 
-    def __init__(self, name: str, config: McpServerConfig, registry: ToolRegistry) -> None:
+    def __init__(
+        self, name: str, config: McpServerConfig, registry: ToolRegistry, max_result_bytes: int
+    ) -> None:
         self.name = name
         self.config = config
         self._registry = registry
+        self._limit = message_limit(max_result_bytes)
         self._client: Client | None = None
         self._wake = asyncio.Event()
         self._stopping = False
         self._ever_connected = False
         self._failures = 0
         self._listed = ""
+        self._calls_in_flight = 0
+        self._calls_started = 0
         self.first_attempt = asyncio.Event()
         """Set once the first connection attempt has succeeded or failed."""
         self.connected = asyncio.Event()
@@ -188,17 +190,14 @@ class McpConnection:
             raise TimeoutError(f"no answer within {self.config.connect_timeout_s:g} s")
 
     async def _open(self, stack: contextlib.AsyncExitStack) -> Client:
+        """A session whose incoming messages are bounded in size (tool_svc.mcp_transport)."""
         config = self.config
         if config.command is not None:
-            params = StdioServerParameters(
-                command=config.command, args=list(config.args), env=config.env or None, cwd=config.cwd
-            )
-            return Client(params, cache=None)  # no response cache: every listing is a live probe
+            # No response cache: every listing is a live probe.
+            return Client(stdio_parameters(config, self._limit), cache=None)
         assert config.url is not None
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=config.headers, timeout=_HTTP_TIMEOUT)
-        )
-        return Client(streamable_http_client(config.url, http_client=http), cache=None)
+        http = await stack.enter_async_context(http_client(config, self._limit))
+        return http_session(config.url, http, self._limit)
 
     async def _list_tools(self, client: Client) -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
@@ -223,6 +222,10 @@ class McpConnection:
 
         An idle connection is probed by listing the tools again (the protocol
         has no ping from 2026-07-28 on), which also picks up a changed list.
+        A session busy with a call is not probed, and a probe that gets no
+        answer while a call is running does not end the session: a server that
+        answers one request at a time is busy, not gone, and the call ends by
+        its own timeout or by the connection really closing.
         """
         while True:
             # Checked before clearing the event, with no await in between, so no wake-up is lost.
@@ -233,10 +236,17 @@ class McpConnection:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.config.ping_interval_s)
-            if self._stopping or self._client is not client:
+            if self._stopping or self._client is not client or self._calls_in_flight:
                 continue
-            with anyio.fail_after(self.config.connect_timeout_s):
+            started = self._calls_started
+            with anyio.move_on_after(self.config.connect_timeout_s) as probe:
                 listed = await self._list_tools(client)
+            if probe.cancelled_caught:
+                if self._calls_in_flight or self._calls_started != started:
+                    continue
+                raise TimeoutError(
+                    f"the server did not answer a tools listing within {self.config.connect_timeout_s:g} s"
+                )
             if _fingerprint(listed) != self._listed:
                 log.info("MCP server %r changed its tools: now %d", self.name, len(listed))
                 self._publish(listed)
@@ -257,12 +267,24 @@ class McpConnection:
             )
 
     def _build(self, remote: mcp_types.Tool, taken: set[str]) -> Tool | None:
+        """The registry entry of one listed tool, or None (and one log line) when it cannot be served.
+
+        Its schemas must pass agentloop.untrusted_schema: nothing they refer to
+        is fetched, and an input schema the Reasoner would refuse is caught
+        here, so one bad tool is left out instead of failing every run.
+        """
         name = namespaced(self.name, remote.name, taken)
         schema = dict(remote.input_schema)
         description = (remote.description or remote.title or "")[:MAX_DESCRIPTION_CHARS]
         try:
             if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
                 raise ValueError(f"its input schema is larger than {MAX_SCHEMA_BYTES} bytes")
+            for which, checked in (("input", schema), ("output", remote.output_schema)):
+                if checked is not None:
+                    try:
+                        check_schema(checked, max_bytes=MAX_SCHEMA_BYTES)
+                    except SchemaRefused as exc:
+                        raise ValueError(f"its {which} schema {exc}") from None
             return Tool(
                 self._caller(remote.name),
                 name=name,
@@ -286,9 +308,26 @@ class McpConnection:
         client = self._client
         if client is None:
             raise McpServerUnavailable(f"MCP server {self.name!r} is not connected; it is being reconnected")
+        self._calls_in_flight += 1
+        self._calls_started += 1
         try:
-            result = await client.call_tool(tool, dict(arguments))
+            result = await self._request(client, tool, arguments)
+        finally:
+            self._calls_in_flight -= 1
+        text = result_text(result)
+        if result.is_error:
+            raise McpToolError(text or f"{tool} reported an error without a message")
+        return text
+
+    async def _request(
+        self, client: Client, tool: str, arguments: Mapping[str, Any]
+    ) -> mcp_types.CallToolResult:
+        """One tools/call on ``client``, its failures translated for the model."""
+        try:
+            return await client.call_tool(tool, dict(arguments))
         except MCPError as exc:
+            if (size := too_large(exc, self._limit)) is not None:
+                raise ResultTooLarge(size) from None
             if exc.code != mcp_types.CONNECTION_CLOSED:
                 raise McpToolError(f"{exc.message} (MCP error {exc.code})") from None
             self._dropped(client)
@@ -306,10 +345,6 @@ class McpConnection:
             raise McpServerUnavailable(
                 f"MCP server {self.name!r} could not be reached ({reason}); reconnecting"
             ) from None
-        text = result_text(result)
-        if result.is_error:
-            raise McpToolError(text or f"{tool} reported an error without a message")
-        return text
 
     def _dropped(self, client: Client) -> None:
         if self._client is client:
@@ -344,9 +379,21 @@ class McpServers:
         self._tasks: list[asyncio.Task[None]] = []
 
     @classmethod
-    async def start(cls, registry: ToolRegistry, configs: Mapping[str, McpServerConfig]) -> McpServers:
-        """Connect to every server and wait until each has connected or failed its first attempt."""
-        servers = cls([McpConnection(name, config, registry) for name, config in configs.items()])
+    async def start(
+        cls,
+        registry: ToolRegistry,
+        configs: Mapping[str, McpServerConfig],
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> McpServers:
+        """Connect to every server and wait until each has connected or failed its first attempt.
+
+        ``max_result_bytes`` is the service's AGENTLOOP_MAX_RESULT_BYTES: messages
+        from the servers are bounded accordingly (tool_svc.mcp_transport).
+        """
+        connections = [
+            McpConnection(name, config, registry, max_result_bytes) for name, config in configs.items()
+        ]
+        servers = cls(connections)
         for connection in servers.connections.values():
             servers._tasks.append(asyncio.create_task(connection.run(), name=f"mcp-{connection.name}"))
         for connection in servers.connections.values():
@@ -371,10 +418,12 @@ class McpServers:
 
 @contextlib.asynccontextmanager
 async def mcp_servers(
-    registry: ToolRegistry, configs: Mapping[str, McpServerConfig]
+    registry: ToolRegistry,
+    configs: Mapping[str, McpServerConfig],
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> AsyncIterator[McpServers]:
     """McpServers as a context manager (what tests and embedding applications use)."""
-    servers = await McpServers.start(registry, configs)
+    servers = await McpServers.start(registry, configs, max_result_bytes)
     try:
         yield servers
     finally:

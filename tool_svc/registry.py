@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, overload
 
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.validators import validator_for
+from jsonschema import ValidationError
 
 from agentloop.jsonlimits import JsonLimitError, json_kind, loads_bounded
 from agentloop.loop_policy import LoopPolicy
+from agentloop.untrusted_schema import SchemaRefused, compile_schema
 from agentloop.v1 import common_pb2
 from tool_svc.schema import FunctionSchema, function_schema
 
@@ -98,6 +98,18 @@ class ArgumentError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
+
+
+class ResultTooLarge(Exception):
+    """A tool's result is over what may be returned; the executor makes it a TOO_LARGE error result.
+
+    For tools that learn the size before holding the result (an MCP server's
+    reply refused by the transport); ``size`` is the size in bytes, or a lower bound.
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the result is {size} bytes or more")
+        self.size = size
 
 
 @overload
@@ -255,9 +267,12 @@ class Tool:
         self._implicit_none = derived.implicit_none
         self._property_names = ", ".join(derived.parameters["properties"]) or "(none)"
         self._schema_json = json.dumps(derived.parameters, ensure_ascii=False)
-        validator_class = validator_for(derived.parameters, default=Draft202012Validator)
-        validator_class.check_schema(derived.parameters)
-        self._validator = validator_class(derived.parameters)
+        # A schema written elsewhere (an MCP server's, a tool module's) may refer to anything: it is
+        # refused unless every reference stays inside it, and bounded as the Reasoner will parse it.
+        try:
+            self._validator = compile_schema(derived.parameters)
+        except SchemaRefused as exc:
+            raise ValueError(f"tool {self.name!r}: its parameters schema {exc}") from None
 
     def _set_policies(
         self,
@@ -302,7 +317,13 @@ class Tool:
         message that tells the model exactly what to fix.
         """
         arguments = self._parse(arguments_json)
-        errors = list(self._validator.iter_errors(arguments))
+        try:
+            errors = self._validator.errors(arguments)
+        except SchemaRefused as exc:
+            raise ArgumentError(
+                common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS,
+                f"the arguments of {self.name} could not be checked against its schema: {exc}",
+            ) from None
         if errors:
             raise ArgumentError(common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, self._describe_errors(errors))
         for key in self._implicit_none:

@@ -150,7 +150,7 @@ async def create_server(
             # Imported here: the SDK takes most of a second to import, which only MCP users should pay.
             from tool_svc.mcp_client import McpServers
 
-            mcp = await McpServers.start(tools, mcp_configs)
+            mcp = await McpServers.start(tools, mcp_configs, settings.max_result_bytes)
             server.resources.push_async_callback(mcp.aclose)
         await server.listen(
             lambda grpc_server: tools_pb2_grpc.add_ToolServiceServicer_to_server(servicer, grpc_server),

@@ -373,7 +373,9 @@ class RunOptions(_message.Message):
         """A JSON Schema (an object) the final answer must satisfy. The gateway adds
         a finish tool ("final_answer") with this schema, requires tool use until a
         call validates, feeds validation errors back, and puts the validated
-        object in RunFinal.structured_output.
+        object in RunFinal.structured_output. Its references must point inside
+        it ("#/$defs/Name"): nothing it names is fetched or read, and any other
+        reference is INVALID_ARGUMENT.
         """
 
     @_builtins.property
@@ -384,8 +386,9 @@ class RunOptions(_message.Message):
 
     @_builtins.property
     def hooks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
-        this run; empty runs the gateway's default hooks.
+        """Hooks to add to this run, after the gateway's own (AGENTLOOP_HOOKS),
+        which every run gets; each must be one the gateway lets clients add
+        (AGENTLOOP_CLIENT_HOOKS), else INVALID_ARGUMENT.
         """
 
     def __init__(

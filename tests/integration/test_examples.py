@@ -77,7 +77,11 @@ def test_example_runs_self_contained_and_twice_against_a_running_stack(name: str
     script.write_text(example(name, tmp_path, "--print-script").stdout)
     env = ENV | {"AGENTLOOP_HOME": str(tmp_path)}
     if name == "hooks":  # what the example's self-contained gateway is configured with
-        env |= {"AGENTLOOP_HOOK_MODULES": "my_hooks", "AGENTLOOP_HOOKS": "redact_secrets"}
+        env |= {
+            "AGENTLOOP_HOOK_MODULES": "my_hooks",
+            "AGENTLOOP_HOOKS": "redact_secrets",
+            "AGENTLOOP_CLIENT_HOOKS": "audit,house_style,sign",
+        }
     tools = [a for m in ("example_tools", "caller_tools") for a in ("--tools", str(EXAMPLES / f"{m}.py"))]
     dev = subprocess.Popen(
         [sys.executable, "-m", "agentloop.cli", "dev", *tools, "--port", "0", "--script", str(script)],

@@ -12,6 +12,7 @@ import pytest
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
 from agentloop.wellknown import dict_to_struct, struct_to_dict
+from tests.support.counting_hooks import POST_REASONING_CALLS
 from tests.support.stack import Stack, final_of, kinds
 from tests.support.tools import Probe, probed_stack
 
@@ -304,6 +305,62 @@ async def test_unknown_hook_is_rejected(stack: Stack) -> None:
         await stack.run("leaky", hooks=["nope"])
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert (info.value.details() or "").startswith("options.hooks[0]")
+
+
+@pytest.fixture
+async def operator_stack() -> AsyncIterator[Stack]:
+    """A gateway whose operator turned redact_secrets on and lets clients add the counting hook only."""
+    overrides = {
+        "hooks": ("redact_secrets",),
+        "hook_modules": ("tests.support.counting_hooks", "tests.support.more_hooks"),
+        "client_hooks": ("count_model_messages",),
+    }
+    async with probed_stack(SCRIPT, gateway_overrides=overrides) as (stack, _):
+        yield stack
+
+
+async def test_a_client_cannot_switch_off_the_operators_hooks(operator_stack: Stack) -> None:
+    events = await operator_stack.run("leaky", hooks=["count_model_messages"])
+
+    final = final_of(events)
+    assert "sk-live" not in final.final_reply
+    assert "[REDACTED]" in final.final_reply
+    assert not any("sk-live" in json.dumps(r) for r in operator_stack.model.requests)
+    # The client's own hook was added, not substituted: it ran on both model messages.
+    assert POST_REASONING_CALLS[events[0].run_id] == 2
+
+
+async def test_a_paused_run_resumes_with_the_operators_and_the_clients_hooks(database_url: str) -> None:
+    overrides = {
+        "hooks": ("redact_secrets",),
+        "hook_modules": ("tests.support.counting_hooks",),
+        "client_hooks": ("count_model_messages",),
+    }
+    async with probed_stack(SCRIPT, gateway_overrides=overrides, database_url=database_url) as (stack, _):
+        paused = await stack.run("leaky", hooks=["count_model_messages"], require_approval=["leak"])
+        interrupt = next(e for e in paused if e.WhichOneof("event") == "interrupt")
+        decision = agent_pb2.ApprovalDecision(
+            tool_call_id=interrupt.interrupt.pending[0].id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE
+        )
+        resume = agent_pb2.ResumeRequest(run_id=interrupt.run_id, decisions=[decision])
+        resumed = [r.event async for r in stack.agent.Resume(resume, timeout=30)]
+
+    final = final_of(resumed)
+    assert "[REDACTED]" in final.final_reply
+    assert "sk-live" not in final.final_reply
+    # Both model messages, before the pause and after the resume, went through the client's hook.
+    assert POST_REASONING_CALLS[interrupt.run_id] == 2
+
+
+async def test_a_client_may_only_add_the_hooks_the_operator_approved(operator_stack: Stack) -> None:
+    for hooks, bad in ((["shout"], 0), (["count_model_messages", "redact_secrets", "nope"], 2)):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await operator_stack.run("leaky", hooks=hooks)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        details = info.value.details() or ""
+        refusal = f"{hooks[bad]!r} is not a hook clients may add (allowed: count_model_messages)"
+        assert details == f"options.hooks[{bad}]: {refusal}"
+    assert operator_stack.model.requests == []
 
 
 # --- serial tools ------------------------------------------------------------------------

@@ -12,10 +12,12 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from agentloop.settings import TelemetrySettings, ToolSettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2, tools_pb2_grpc
 from agentloop.wellknown import duration
+from tests.support.bait import SECRET, bait_server
 from tests.support.processes import free_port
 from tests.support.stack import final_of, start_stack
 from tests.support.waiting import assert_eventually
@@ -51,17 +54,18 @@ def accepting(port: int) -> bool:
 
 
 class HttpMcpServer:
-    """The streamable-HTTP fixture server as a process on a fixed port, restartable."""
+    """A streamable-HTTP fixture server (``script`` PORT) as a process on a fixed port, restartable."""
 
-    def __init__(self, log_path: Path) -> None:
+    def __init__(self, log_path: Path, script: str = "mcp_http_server.py") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._script = FIXTURES / script
         self._log = log_path.open("ab")
         self._process: subprocess.Popen[bytes] | None = None
 
     def spawn(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, str(FIXTURES / "mcp_http_server.py"), str(self.port)],
+            [sys.executable, str(self._script), str(self.port)],
             stdout=self._log,
             stderr=self._log,
         )
@@ -397,3 +401,131 @@ async def test_serve_tools_with_an_mcp_config_logs_one_line_for_a_server_that_ca
     about_ghost = [line for line in stderr.decode().splitlines() if "ghost" in line]
     assert len(about_ghost) == 1, stderr.decode()
     assert "MCP server 'ghost' (stdio) failed to start" in about_ghost[0]
+
+
+# --- what a server sends that the service must not take as it is ----------------------------
+
+
+def fixture_entry(script: str, *args: str, **options: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(FIXTURES / script), *args], **options}
+
+
+async def test_tools_with_unusable_schemas_are_left_out_and_the_others_serve(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with bait_server() as bait, caplog.at_level(logging.INFO):
+        config = write_config(
+            tmp_path / "mcp.json", {"bad": fixture_entry("mcp_bad_schemas_server.py", bait.url)}
+        )
+        handle = await start_tools(config)
+        try:
+            specs = await list_tools(handle.port)
+            echoed = await execute(handle.port, "bad__echo", {"text": "still here"})
+            remote = await execute(handle.port, "bad__remote_ref", {"name": "x"})
+        finally:
+            await handle.aclose(0)
+
+    assert sorted(specs) == ["bad__echo", "local_note"]
+    assert (echoed.is_error, echoed.content) == (False, "still here")
+    assert remote.error_kind == common_pb2.TOOL_ERROR_KIND_UNKNOWN_TOOL
+    assert bait.requests == []  # nothing a schema names was fetched
+    assert SECRET not in json.dumps([r.getMessage() for r in caplog.records])
+    left_out = {
+        tool: [r.getMessage() for r in caplog.records if f"tool {tool!r} is left out" in r.getMessage()]
+        for tool in ("remote_ref", "deep")
+    }
+    assert [len(lines) for lines in left_out.values()] == [1, 1], left_out
+    reason = f"its input schema refers outside itself: $ref {bait.url!r}"
+    assert left_out["remote_ref"][0].startswith(f"MCP server 'bad': tool 'remote_ref' is left out: {reason}")
+    assert "nests more than 64 levels deep" in left_out["deep"][0]
+
+
+async def test_a_run_works_beside_an_mcp_tool_whose_schema_the_reasoner_would_refuse(tmp_path: Path) -> None:
+    configs = parse_mcp_config(
+        {"mcpServers": {"bad": fixture_entry("mcp_bad_schemas_server.py")}}, "test", {}
+    )
+    script = Script(
+        scenarios=(
+            Scenario(
+                match="echo",
+                turns=(
+                    Turn(tool_calls=(ScriptedToolCall("bad__echo", {"text": "hi"}),)),
+                    Turn(content="{{last_tool}}"),
+                ),
+            ),
+        )
+    )
+    registry = ToolRegistry()
+    async with mcp_servers(registry, configs):
+        stack = await start_stack(script, registry)
+        try:
+            final = final_of(await stack.run("echo please"))
+            offered = {tool["function"]["name"] for tool in stack.model.requests[0]["tools"]}
+        finally:
+            await stack.close()
+
+    assert final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
+    assert final.final_reply == "hi"
+    assert offered == {"bad__echo"}
+
+
+async def test_a_long_call_on_a_server_that_answers_one_request_at_a_time_outlives_the_keep_alive(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Keep-alive every 0.2 s, each probe given 5 s: the call outlives many periods and a probe's timeout.
+    entry = fixture_entry("mcp_busy_server.py", ping_interval_s=0.2, connect_timeout_s=5)
+    with caplog.at_level(logging.INFO):
+        handle = await start_tools(write_config(tmp_path / "mcp.json", {"busy": entry}))
+        try:
+            held = await execute(handle.port, "busy__hold", {"seconds": 6})
+            after = await execute(handle.port, "busy__echo", {"text": "after"})
+        finally:
+            await handle.aclose(0)
+
+    assert (held.is_error, held.content) == (False, "held 6 s")
+    assert (after.is_error, after.content) == (False, "after")
+    dropped = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+    assert dropped == []
+
+
+HUGE_MB = 20
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_huge_result_is_a_too_large_error_and_the_session_stays(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, transport: str
+) -> None:
+    http = HttpMcpServer(tmp_path / "busy-http.log", "mcp_busy_server.py")
+    if transport == "http":
+        await http.start()
+        entry: dict[str, Any] = {"url": http.url}
+    else:
+        entry = fixture_entry("mcp_busy_server.py")
+    try:
+        with caplog.at_level(logging.INFO):
+            handle = await start_tools(write_config(tmp_path / "mcp.json", {"busy": entry}))
+            try:
+                tracemalloc.start()
+                try:
+                    huge = await execute(handle.port, "busy__big", {"megabytes": HUGE_MB})
+                    _, peak = tracemalloc.get_traced_memory()
+                finally:
+                    tracemalloc.stop()
+                fits = await execute(handle.port, "busy__big", {"megabytes": 0.5})
+                after = await execute(handle.port, "busy__echo", {"text": "after"})
+            finally:
+                await handle.aclose(0)
+    finally:
+        http.close()
+
+    assert huge.is_error
+    assert huge.error_kind == common_pb2.TOOL_ERROR_KIND_TOO_LARGE
+    assert re.match(r"the result of busy__big is (\d+) bytes or more", huge.content)
+    assert "a tool result may hold at most 1048576 bytes" in huge.content
+    # The reply was never held whole in the service: far less memory than its size was allocated.
+    assert peak < HUGE_MB * 1024 * 1024 // 2, peak
+    if transport == "stdio":  # the guard counted the whole line
+        assert int(huge.content.split()[5]) > HUGE_MB * 1024 * 1024
+    assert (fits.is_error, len(fits.content)) == (False, 512 * 1024)
+    assert (after.is_error, after.content) == (False, "after")
+    assert not [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]

@@ -58,7 +58,12 @@ SLOW = Latency(first_token_ms=100, per_token_ms=30)
 async def stack() -> AsyncIterator[Stack]:
     registry, _ = make_registry()
     stack = await start_stack(
-        SCRIPT, registry, gateway_overrides={"hook_modules": ("tests.support.counting_hooks",)}
+        SCRIPT,
+        registry,
+        gateway_overrides={
+            "hook_modules": ("tests.support.counting_hooks",),
+            "client_hooks": ("count_model_messages",),
+        },
     )
     try:
         yield stack

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import re
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from agentloop.v1 import common_pb2
+from tests.support.waiting import assert_eventually
 from tool_svc import ToolRegistry
+from tool_svc.builtins.calculator import calculator
 from tool_svc.builtins.sql import SAMPLE_SQL, ReadOnlyDatabase, sql_tools
 from tool_svc.executor import execute
 
@@ -138,7 +142,9 @@ def test_blobs_come_back_as_hex(db: ReadOnlyDatabase) -> None:
         "WITH x AS (SELECT 1) INSERT INTO customers SELECT 100, 'a', 'b', 'c' FROM x",
         "SELECT 1; DROP TABLE orders",
         "SELECT 1; DELETE FROM orders",
-        "SELECT load_extension('/tmp/evil.so')",
+        "VACUUM INTO '/tmp/agentloop-evil.db'",
+        "VACUUM INTO (SELECT '/tmp/agentloop-evil.db')",
+        "PRAGMA table_info(orders)",
     ],
 )
 def test_writes_are_refused(db: ReadOnlyDatabase, statement: str) -> None:
@@ -257,8 +263,49 @@ def test_validate_reports_invalid_queries(db: ReadOnlyDatabase, query: str, mess
     assert db.describe_table("orders")["row_count"] == 30
 
 
-def test_validate_without_wrappable_columns(db: ReadOnlyDatabase) -> None:
-    assert db.validate("PRAGMA table_info(orders)") == {"valid": True, "columns": None}
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "VACUUM",
+        "VACUUM INTO '/tmp/agentloop-evil.db'",
+        "VACUUM INTO (SELECT '/tmp/agentloop-evil.db')",
+        "PRAGMA table_info(orders)",
+    ],
+)
+def test_validate_refuses_what_is_not_a_select(db: ReadOnlyDatabase, statement: str) -> None:
+    # SQLite asks the authorizer nothing about VACUUM until it runs, so compiling it alone passed.
+    with pytest.raises(ValueError, match=re.escape("read-only: only SELECT queries")):
+        db.validate(statement)
+    assert not Path("/tmp/agentloop-evil.db").exists()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "fts3_tokenizer('simple')",
+        "fts3_tokenizer('evil', x'0000000000000000')",
+        "load_extension('/tmp/evil.so')",
+        "sqlite_compileoption_get(0)",
+        "sqlite_version()",
+    ],
+)
+def test_only_plain_functions_may_be_called(db: ReadOnlyDatabase, call: str) -> None:
+    name = call.split("(")[0]
+    for check in (db.validate, lambda sql: db.query(sql, limit=1)):
+        with pytest.raises(ValueError, match=re.escape(f"not authorized to use function: {name}")):
+            check(f"SELECT {call}")
+
+
+def test_plain_functions_work(db: ReadOnlyDatabase) -> None:
+    sql = (
+        "SELECT upper(substr(name, 1, 3)) AS s, round(avg(price), 1) AS p, count(*) AS n, "
+        "json_object('a', 1) ->> 'a' AS j, date('2024-01-31', '+1 day') AS d, "
+        "row_number() OVER (ORDER BY name) AS r FROM products GROUP BY name ORDER BY name LIMIT 1"
+    )
+    assert db.query(sql, limit=1)["columns"] == ["s", "p", "n", "j", "d", "r"]
+    assert db.query("SELECT abs(-2), coalesce(NULL, 3), max(1, 4), printf('%d', 5)", limit=1)["rows"] == [
+        [2, 3, 4, "5"]
+    ]
 
 
 def test_sql_tools_publish_the_text_to_sql_flow(tmp_path: Path) -> None:
@@ -306,3 +353,82 @@ async def test_sql_validate_through_the_executor(tmp_path: Path) -> None:
     assert results["bad"].error_kind == common_pb2.TOOL_ERROR_KIND_EXCEPTION
     assert results["bad"].content == "ValueError: SQL error: no such column: nme"
     assert results["write"].content.startswith("ValueError: the database is read-only")
+
+
+ENDLESS = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+
+
+async def test_runaway_queries_leave_the_other_tools_their_threads(tmp_path: Path) -> None:
+    registry = ToolRegistry([calculator, *sql_tools(tmp_path / "shop.db", row_limit=2, time_limit_s=0.5)])
+    # More queries than the default thread pool, which every synchronous tool shares, has threads.
+    runaway = [
+        common_pb2.ToolCall(id=f"q{i}", name="sql_query", arguments_json=json.dumps({"query": ENDLESS}))
+        for i in range(min(32, (os.cpu_count() or 1) + 4) + 4)
+    ]
+    finished: list[common_pb2.ToolResult] = []
+    sql_started = asyncio.Event()
+
+    async def batch(calls: list[common_pb2.ToolCall], timeout_s: float) -> None:
+        async for event in execute(registry, calls, timeout_s=timeout_s, max_concurrency=len(calls)):
+            if isinstance(event, common_pb2.ToolResult):
+                finished.append(event)
+            else:
+                sql_started.set()
+
+    queries = asyncio.create_task(batch(runaway, timeout_s=1.0))
+    await sql_started.wait()
+    sum_call = common_pb2.ToolCall(id="calc", name="calculator", arguments_json='{"expression": "2 + 3"}')
+    await batch([sum_call], timeout_s=10)
+    await queries
+
+    ids = [result.tool_call_id for result in finished]
+    assert ids[0] == "calc", ids
+    assert finished[0].content == "5"
+    # Every runaway query ended: stopped at its time limit, or timed out waiting for an SQL thread.
+    for result in finished[1:]:
+        assert result.is_error
+        if result.error_kind == common_pb2.TOOL_ERROR_KIND_EXCEPTION:
+            assert "ran longer than 0.5 s and was stopped" in result.content
+        else:
+            assert result.error_kind == common_pb2.TOOL_ERROR_KIND_TIMEOUT
+    assert len(finished) == len(runaway) + 1
+
+
+async def test_fts3_tokenizer_through_the_executor_is_an_error_result(tmp_path: Path) -> None:
+    registry = ToolRegistry(sql_tools(tmp_path / "shop.db", row_limit=2))
+    calls = [
+        common_pb2.ToolCall(
+            id=name, name=name, arguments_json=json.dumps({"query": "SELECT hex(fts3_tokenizer('simple'))"})
+        )
+        for name in ("sql_query", "sql_validate")
+    ]
+    results = [
+        event
+        async for event in execute(registry, calls, timeout_s=10, max_concurrency=2)
+        if isinstance(event, common_pb2.ToolResult)
+    ]
+    assert len(results) == 2
+    for result in results:
+        assert result.is_error
+        assert result.content.startswith(
+            "ValueError: SQL error: not authorized to use function: fts3_tokenizer"
+        )
+
+
+async def test_a_call_cancelled_mid_query_frees_its_thread_at_once(tmp_path: Path) -> None:
+    # One SQL thread, and a time limit no test would wait for: only the interruption can free it.
+    db = ReadOnlyDatabase(tmp_path / "shop.db", row_limit=5, time_limit_s=600, max_concurrent=1)
+    started = threading.Event()
+
+    def endless() -> dict[str, object]:
+        started.set()
+        return db.query(ENDLESS, limit=1)
+
+    runaway = asyncio.create_task(db.call(endless))
+    await assert_eventually(started.is_set, timeout_s=30, message="the query did not start")
+    runaway.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await runaway
+    # Without the interruption this waits for the endless query (10 minutes); wait_for only stops a hang.
+    after = await asyncio.wait_for(db.call(db.query, "SELECT 1 AS one", 1), 60)
+    assert after["rows"] == [[1]]

@@ -12,7 +12,10 @@ from tool_svc.registry import ToolRegistry
 def default_registry(settings: ToolSettings) -> ToolRegistry:
     """A registry with the calculator, the clock and the SQL tools configured by ``settings``."""
     registry = ToolRegistry([calculator, current_time])
-    for sql_tool in sql_tools(settings.sql_database or None, settings.sql_row_limit):
+    sql = sql_tools(
+        settings.sql_database or None, settings.sql_row_limit, max_concurrent=settings.sql_max_concurrent
+    )
+    for sql_tool in sql:
         registry.register(sql_tool)
     return registry
 

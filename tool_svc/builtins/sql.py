@@ -4,12 +4,21 @@ The model writes arbitrary SQL, so safety cannot rest on inspecting the text.
 It is read-only by construction, in layers that each suffice on their own: the
 file is opened with ``mode=ro``, ``PRAGMA query_only`` is set, and an
 authorizer refuses every action except reading (no INSERT/UPDATE/DELETE, DDL,
-ATTACH, transactions or PRAGMA writes, however the statement is dressed up).
-A progress handler stops queries that run too long, and a length limit caps
-any single value, so a query cannot pin a CPU or build a huge string either.
-Results are bounded in bytes while they are fetched: long cells are cut and
-fetching stops once the rows pass a byte budget, so a few wide rows of
-megabyte strings cannot fill the ToolService's memory.
+ATTACH, transactions or PRAGMA writes, however the statement is dressed up)
+and every function not on a list of plain SQL functions (so no
+``load_extension``, and no ``fts3_tokenizer``, which hands out a pointer into
+the SQLite library and, given one back, calls it). A model's statement must
+also be a SELECT, which SQLite itself decides by compiling it as a subquery:
+VACUUM (whose INTO writes a file) and PRAGMA never get that far, since SQLite
+asks no authorizer about them until they run.
+
+Each query gets a bounded share of the process: a progress handler stops it
+past its time limit, a length limit caps any single value, and the SQL tools
+run on their own few threads (MAX_CONCURRENT_QUERIES), so a burst of runaway
+queries waits for those threads instead of filling the pool every other
+synchronous tool runs on. Results are bounded in bytes while they are fetched:
+long cells are cut and fetching stops once the rows pass a byte budget, so a
+few wide rows of megabyte strings cannot fill the ToolService's memory.
 
 The tools carry flow-guidance rules (next steps) for the text-to-SQL loop:
 describe a table, write a SELECT, check it with sql_validate (which compiles
@@ -18,6 +27,7 @@ it without running it), run it with sql_query, then answer from the rows.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -26,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,11 +44,16 @@ from typing import Any, TypeVar
 from tool_svc.registry import NextStep, Tool, tool
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 SAMPLE_SQL = Path(__file__).with_name("sample_db.sql")
 SAMPLE_APPLICATION_ID = 0x41474C50
 """Stamped into databases built from SAMPLE_SQL, so only those are ever rebuilt or replaced."""
 QUERY_TIME_LIMIT_S = 2.0
+MAX_CONCURRENT_QUERIES = 2
+"""SQL calls that run at once per database; the others wait their turn (under their call's timeout)."""
+PROGRESS_EVERY = 10_000
+"""Virtual-machine steps between two checks of a query's time limit (about a millisecond)."""
 MAX_VALUE_BYTES = 1_000_000
 MAX_SQL_CHARS = 20_000
 MAX_COLUMNS = 100
@@ -47,12 +63,39 @@ MAX_CELL_CHARS = 4_000
 MAX_ROWS_BYTES = 256 * 1024
 """Fetching stops once the returned rows hold about this many bytes."""
 
-_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33})
+_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, 33})
 """Reading only; 33 is SQLITE_RECURSIVE (WITH RECURSIVE), which the sqlite3 module does not name."""
-_READ_PRAGMAS = frozenset(
-    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
-)
-_DENIED_FUNCTIONS = frozenset({"load_extension"})
+_READ_PRAGMAS = frozenset({"table_info", "foreign_key_list"})
+"""What sql_describe_table reads; a model's own statement must be a SELECT, so it never names a PRAGMA."""
+_ALLOWED_FUNCTIONS = frozenset(
+    {
+        # core scalar functions (https://sqlite.org/lang_corefunc.html), less those that reach
+        # outside the query (load_extension, fts3_tokenizer, sqlite_* introspection, changes)
+        "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull", "iif",
+        "instr", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nullif",
+        "octet_length", "printf", "quote", "random", "randomblob", "replace", "round", "rtrim", "sign",
+        "soundex", "substr", "substring", "trim", "typeof", "unhex", "unicode", "unlikely", "upper",
+        "zeroblob",
+        # aggregates and window functions
+        "avg", "count", "group_concat", "string_agg", "sum", "total", "row_number", "rank",
+        "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value",
+        "last_value", "nth_value",
+        # date and time
+        "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff",
+        # math
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh",
+        "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power",
+        "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+        # JSON
+        "->", "->>", "json", "jsonb", "json_array", "jsonb_array", "json_array_length",
+        "json_error_position", "json_extract", "jsonb_extract", "json_insert", "jsonb_insert",
+        "json_object", "jsonb_object", "json_patch", "jsonb_patch", "json_pretty", "json_quote",
+        "json_remove", "jsonb_remove", "json_replace", "jsonb_replace", "json_set", "jsonb_set",
+        "json_type", "json_valid", "json_group_array", "jsonb_group_array", "json_group_object",
+        "jsonb_group_object",
+    }
+)  # fmt: skip
+"""Functions a query may call: plain computation on values, nothing that touches the process."""
 _READ_ONLY_HINT = "the database is read-only: only SELECT queries (WITH ... SELECT included) are allowed"
 _DEDUPED_NAME = re.compile(r"^(.*):\d+$", re.DOTALL)
 """SQLite renames a repeated column of a subquery "name:N"; see ReadOnlyDatabase.validate."""
@@ -99,8 +142,8 @@ def default_database_path() -> Path:
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
     if action in _ALLOWED_ACTIONS:
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
-            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _ALLOWED_FUNCTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
         return sqlite3.SQLITE_OK
@@ -145,9 +188,12 @@ class ReadOnlyDatabase:
         source: Path | None = SAMPLE_SQL,
         time_limit_s: float = QUERY_TIME_LIMIT_S,
         max_rows_bytes: int = MAX_ROWS_BYTES,
+        max_concurrent: int = MAX_CONCURRENT_QUERIES,
     ) -> None:
         if row_limit < 1:
             raise ValueError(f"row_limit must be >= 1, got {row_limit}")
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
         self.path = path
         self.row_limit = row_limit
         self.source = source
@@ -155,6 +201,32 @@ class ReadOnlyDatabase:
         self.max_rows_bytes = max_rows_bytes
         self._ready = False
         self._lock = threading.Lock()
+        self._threads = ThreadPoolExecutor(max_concurrent, thread_name_prefix="sql")
+        self._abandoned = threading.local()
+
+    async def call(self, work: Callable[..., R], *args: Any) -> R:
+        """Run one of the methods below on the database's own threads, waiting for a free one.
+
+        A call cancelled while it waits (its timeout, say) is dropped without
+        running; one cancelled while it runs is interrupted at the next
+        progress check, so its thread is free for the next query at once.
+        """
+        abandoned = threading.Event()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._threads, self._watched, abandoned, work, *args
+            )
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
+    def _watched(self, abandoned: threading.Event, work: Callable[..., R], *args: Any) -> R:
+        """``work(*args)`` on this thread, with ``abandoned`` for `_run`'s progress handler to watch."""
+        self._abandoned.event = abandoned
+        try:
+            return work(*args)
+        finally:
+            self._abandoned.event = None
 
     def list_tables(self) -> list[str]:
         """Table and view names, sorted."""
@@ -190,16 +262,25 @@ class ReadOnlyDatabase:
         ValueError exactly as they would there) but never executed:
         ``EXPLAIN QUERY PLAN`` only plans it. Its result columns come from
         compiling ``SELECT * FROM (<sql>) LIMIT 0``, which SQLite stops before
-        reading a row; "columns" is None when the statement cannot be wrapped
-        that way (a PRAGMA, for example).
+        reading a row; a statement that cannot be wrapped that way is not a
+        SELECT (VACUUM, PRAGMA, EXPLAIN) and is refused.
         """
         _check_sql(sql)
+        return self._run(lambda conn: {"valid": True, "columns": self._select_columns(conn, sql)})
 
-        def check(conn: sqlite3.Connection) -> dict[str, Any]:
-            conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
-            return {"valid": True, "columns": self._columns(conn, sql)}
+    @classmethod
+    def _select_columns(cls, conn: sqlite3.Connection, sql: str) -> list[str]:
+        """The result columns of ``sql``, compiled but not run; ValueError unless it is one SELECT.
 
-        return self._run(check)
+        Compiling it alone first gives the model SQLite's own error (syntax, an
+        unknown name, a write the authorizer refuses); SQLite's parser then
+        decides whether it is a SELECT, by accepting it as a subquery.
+        """
+        conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+        columns = cls._columns(conn, sql)
+        if columns is None:
+            raise ValueError(f"{_READ_ONLY_HINT} (this statement is not a SELECT)")
+        return columns
 
     @staticmethod
     def _columns(conn: sqlite3.Connection, sql: str) -> list[str] | None:
@@ -232,6 +313,7 @@ class ReadOnlyDatabase:
         cap = min(limit, self.row_limit)
 
         def run(conn: sqlite3.Connection) -> dict[str, Any]:
+            self._select_columns(conn, sql)
             cursor = conn.execute(sql)
             if cursor.description is None:
                 return {"columns": [], "rows": [], "truncated": False}
@@ -271,7 +353,12 @@ class ReadOnlyDatabase:
         self._ensure_built()
         with closing(self._connect()) as conn:
             deadline = time.monotonic() + self.time_limit_s
-            conn.set_progress_handler(lambda: time.monotonic() > deadline, 1000)
+            abandoned: threading.Event | None = getattr(self._abandoned, "event", None)
+
+            def stop() -> bool:
+                return time.monotonic() > deadline or (abandoned is not None and abandoned.is_set())
+
+            conn.set_progress_handler(stop, PROGRESS_EVERY)
             try:
                 return work(conn)
             except sqlite3.Error as exc:
@@ -283,6 +370,8 @@ class ReadOnlyDatabase:
         text = str(exc)
         if text == "interrupted":
             return f"the query ran longer than {self.time_limit_s:g} s and was stopped; make it cheaper"
+        if "not authorized to use function" in text:
+            return f"SQL error: {text}; only plain functions (text, math, date, JSON, aggregates) are allowed"
         if any(marker in text for marker in ("not authorized", "authorization denied", "readonly")):
             return f"{_READ_ONLY_HINT} ({text})"
         if "one statement at a time" in text:
@@ -350,26 +439,38 @@ class ReadOnlyDatabase:
         return bool(application_id == SAMPLE_APPLICATION_ID)
 
 
-def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
-    """The four SQL tools over ``database`` (the sample shop, built on first use, when empty)."""
-    db = ReadOnlyDatabase(Path(database) if database else default_database_path(), row_limit)
+def sql_tools(
+    database: str | Path | None,
+    row_limit: int,
+    *,
+    time_limit_s: float = QUERY_TIME_LIMIT_S,
+    max_concurrent: int = MAX_CONCURRENT_QUERIES,
+) -> list[Tool]:
+    """The four SQL tools over ``database`` (the sample shop, built on first use, when empty).
+
+    They are async tools that run their work on the database's own
+    ``max_concurrent`` threads (see ReadOnlyDatabase.call), never on the pool
+    the other synchronous tools share.
+    """
+    path = Path(database) if database else default_database_path()
+    db = ReadOnlyDatabase(path, row_limit, time_limit_s=time_limit_s, max_concurrent=max_concurrent)
 
     @tool
-    def sql_list_tables() -> list[str]:
+    async def sql_list_tables() -> list[str]:
         """List the tables of the SQL database (a small shop: customers, products, orders...); start here."""
-        return db.list_tables()
+        return await db.call(db.list_tables)
 
     @tool(next_steps=DESCRIBE_NEXT_STEPS)
-    def sql_describe_table(table: str) -> dict[str, Any]:
+    async def sql_describe_table(table: str) -> dict[str, Any]:
         """Show a table's columns, types, foreign keys and row count; use it before writing a query.
 
         Args:
             table: A table name as returned by sql_list_tables.
         """
-        return db.describe_table(table)
+        return await db.call(db.describe_table, table)
 
     @tool(next_steps=VALIDATE_NEXT_STEPS)
-    def sql_validate(query: str) -> dict[str, Any]:
+    async def sql_validate(query: str) -> dict[str, Any]:
         """Check a SQL query (SQLite dialect) without running it; do this before sql_query.
 
         Returns {"valid": true, "columns": [...]} with the result's column names,
@@ -379,10 +480,10 @@ def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
         Args:
             query: A single SELECT statement.
         """
-        return db.validate(query)
+        return await db.call(db.validate, query)
 
     @tool(next_steps=QUERY_NEXT_STEPS)
-    def sql_query(query: str, limit: int = 50) -> dict[str, Any]:
+    async def sql_query(query: str, limit: int = 50) -> dict[str, Any]:
         """Run one read-only SQL query (SQLite dialect) and get {"columns", "rows", "truncated"}.
 
         Only SELECT (and WITH ... SELECT) is allowed. Aggregate in SQL rather than
@@ -392,6 +493,6 @@ def sql_tools(database: str | Path | None, row_limit: int) -> list[Tool]:
             query: A single SELECT statement.
             limit: The most rows to return; the server may cap it lower.
         """
-        return db.query(query, limit)
+        return await db.call(db.query, query, limit)
 
     return [Tool(fn) for fn in (sql_list_tables, sql_describe_table, sql_validate, sql_query)]

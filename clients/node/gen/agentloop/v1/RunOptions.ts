@@ -62,8 +62,9 @@ export interface RunOptions {
    */
   'require_approval'?: (string)[];
   /**
-   * Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
-   * this run; empty runs the gateway's default hooks.
+   * Hooks to add to this run, after the gateway's own (AGENTLOOP_HOOKS),
+   * which every run gets; each must be one the gateway lets clients add
+   * (AGENTLOOP_CLIENT_HOOKS), else INVALID_ARGUMENT.
    */
   'hooks'?: (string)[];
   /**
@@ -103,7 +104,9 @@ export interface RunOptions {
    * A JSON Schema (an object) the final answer must satisfy. The gateway adds
    * a finish tool ("final_answer") with this schema, requires tool use until a
    * call validates, feeds validation errors back, and puts the validated
-   * object in RunFinal.structured_output.
+   * object in RunFinal.structured_output. Its references must point inside
+   * it ("#/$defs/Name"): nothing it names is fetched or read, and any other
+   * reference is INVALID_ARGUMENT.
    */
   'output_schema'?: (_google_protobuf_Struct | null);
   '_temperature'?: "temperature";
@@ -165,8 +168,9 @@ export interface RunOptions__Output {
    */
   'require_approval': (string)[];
   /**
-   * Names of hooks configured on the gateway (AGENTLOOP_HOOKS) to run in
-   * this run; empty runs the gateway's default hooks.
+   * Hooks to add to this run, after the gateway's own (AGENTLOOP_HOOKS),
+   * which every run gets; each must be one the gateway lets clients add
+   * (AGENTLOOP_CLIENT_HOOKS), else INVALID_ARGUMENT.
    */
   'hooks': (string)[];
   /**
@@ -206,7 +210,9 @@ export interface RunOptions__Output {
    * A JSON Schema (an object) the final answer must satisfy. The gateway adds
    * a finish tool ("final_answer") with this schema, requires tool use until a
    * call validates, feeds validation errors back, and puts the validated
-   * object in RunFinal.structured_output.
+   * object in RunFinal.structured_output. Its references must point inside
+   * it ("#/$defs/Name"): nothing it names is fetched or read, and any other
+   * reference is INVALID_ARGUMENT.
    */
   'output_schema': (_google_protobuf_Struct__Output | null);
   '_temperature'?: "temperature";
