@@ -37,6 +37,8 @@ __all__ = [
 
 PLANNING_TEXT = "planning_text"
 """Decision kind: streamed text of a step that then called tools (not the answer)."""
+MODEL_FALLBACK = "model_fallback"
+"""Decision kind: the model asked for failed and another answered in its place."""
 _TOOL_CHOICE_NONE = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_NONE)
 _TOOL_CHOICE_REQUIRED = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_REQUIRED)
 _TOOL_CHOICE_FINISH = common_pb2.ToolChoice(function_name=FINAL_ANSWER_TOOL)
@@ -193,6 +195,7 @@ async def _call(
         result, streamed = await ctx.unless_cancelled(_stream(state, ctx, params))
     else:
         result = await ctx.unless_cancelled(ctx.reasoner.step(params, ctx.timeout()))
+    say_fallbacks(ctx, result)
     if state.config.hooks:
         message, changed = await call_hooks(
             state.config.hooks, "post_reasoning", hook_context(state), result.message
@@ -207,6 +210,18 @@ async def _call(
         detail = f"llm_token events {first}-{last} (step {step}): text before tool calls"
         ctx.sink.decision(PLANNING_TEXT, detail)
     return result
+
+
+def say_fallbacks(ctx: RunContext, result: reasoner_pb2.StepResult) -> None:
+    """A `model_fallback` decision when another model answered in place of the one asked for."""
+    if result.fallbacks:
+        failed = "; ".join(f"{f.model!r} failed ({f.code}: {f.message})" for f in result.fallbacks)
+        ctx.sink.decision(MODEL_FALLBACK, f"{failed}; {result.answered_by!r} answered")
+
+
+def answered_by(result: reasoner_pb2.StepResult) -> list[str]:
+    """The model that answered a call, for the run's list of models (none from an older Reasoner)."""
+    return [result.answered_by] if result.answered_by else []
 
 
 def _plans(message: common_pb2.Message, tools_run: bool) -> bool:
@@ -274,7 +289,7 @@ async def _compress(state: RunState, ctx: RunContext) -> Update | None:
         ctx.sink.decision("context_trimmed", detail)
         return None
     message, result = made
-    return Update(messages=[message], llm_calls=1, usage=result.usage)
+    return Update(messages=[message], llm_calls=1, usage=result.usage, models=answered_by(result))
 
 
 async def _reply_text(state: RunState, ctx: RunContext) -> Update:
@@ -284,7 +299,7 @@ async def _reply_text(state: RunState, ctx: RunContext) -> Update:
     params.messages.append(common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=_ASK_FOR_REPLY_TEXT))
     stream = state.config.stream_mode != agent_pb2.STREAM_MODE_NONE
     result = await _call(state, ctx, params, stream=stream)
-    return Update(messages=[_answer(result)], llm_calls=1, usage=result.usage)
+    return Update(messages=[_answer(result)], llm_calls=1, usage=result.usage, models=answered_by(result))
 
 
 def call_model_again(state: RunState) -> bool:
@@ -373,6 +388,7 @@ def _step_update(
         stop_reason=stop_reason,
         hint=clear,
         suggested_next_step=clear,
+        models=answered_by(result),
     )
 
 
@@ -486,4 +502,4 @@ async def _remember_session(state: RunState, ctx: RunContext, update: Update) ->
     text, result = learned
     await ctx.memories.add_memory(state.user_id, text)
     ctx.sink.decision("memory_stored", f"session: {text}")
-    update.llm_calls, update.usage = 1, result.usage
+    update.llm_calls, update.usage, update.models = 1, result.usage, answered_by(result)

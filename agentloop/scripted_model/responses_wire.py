@@ -344,8 +344,9 @@ def reasoning_problem(items: Any, store: bool, issued: Mapping[str, Issued]) -> 
 
     `issued` maps every item id this server handed out with reasoning (the reasoning item's
     own id and the ids of the items made with it) to what it handed out. With nothing stored,
-    a reasoning item must come back with its encrypted content unchanged, and an item made
-    with reasoning must come after its reasoning item.
+    a reasoning item it handed out must come back with its encrypted content unchanged, and an
+    item made with reasoning must come after its reasoning item. Items of other servers (a
+    replayed recording's) are not checked.
     """
     if not isinstance(items, Sequence) or isinstance(items, str):
         return None
@@ -361,7 +362,7 @@ def reasoning_problem(items: Any, store: bool, issued: Mapping[str, Issued]) -> 
         if item.get("type") == "reasoning":
             known = issued.get(item_id)
             encrypted = item.get("encrypted_content")
-            if encrypted is None and not store:
+            if known is not None and encrypted is None and not store:
                 return (
                     f"Item with id '{item_id}' not found. Items are not persisted when `store` is set to "
                     "false. Try again with `store` set to true, or remove this item from your input."
