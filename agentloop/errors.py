@@ -17,6 +17,7 @@ the message text.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 import grpc
@@ -35,12 +36,50 @@ NO_RETRY = ("grpc-retry-pushback-ms", "-1")
 """Trailing metadata that tells a gRPC client's retry policy not to retry the call (server pushback)."""
 
 
+class Reason(StrEnum):
+    """Every ErrorInfo reason of agentloop's own (the table "Error details" in docs/clients.md).
+
+    An error raised without one carries its status code's name instead
+    (INVALID_ARGUMENT, UNAVAILABLE, ...). A reason is a promise to clients, who
+    branch on it: add one here and to the table together, never rename one.
+    """
+
+    THREAD_BUSY = "THREAD_BUSY"
+    """ABORTED: the thread already has an active run and options.concurrency is REJECT."""
+    THREAD_AWAITING_APPROVAL = "THREAD_AWAITING_APPROVAL"
+    """ABORTED: the thread's last run waits for approval."""
+    THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
+    """NOT_FOUND: no such thread of the caller."""
+    RUN_NOT_FOUND = "RUN_NOT_FOUND"
+    """NOT_FOUND: no such run of the caller."""
+    CHECKPOINT_NOT_FOUND = "CHECKPOINT_NOT_FOUND"
+    """NOT_FOUND: no such checkpoint in the thread."""
+    MEMORY_NOT_FOUND = "MEMORY_NOT_FOUND"
+    """NOT_FOUND: no such memory of the caller."""
+    THREAD_EXISTS = "THREAD_EXISTS"
+    """ALREADY_EXISTS: the thread id a fork should create is taken."""
+    RUN_NOT_RESUMABLE = "RUN_NOT_RESUMABLE"
+    """FAILED_PRECONDITION: the run has ended, or no longer waits for the decisions sent."""
+    RUN_OWNED_ELSEWHERE = "RUN_OWNED_ELSEWHERE"
+    """FAILED_PRECONDITION: another live gateway (or request) is continuing the run."""
+    TOO_MANY_RUNS = "TOO_MANY_RUNS"
+    """RESOURCE_EXHAUSTED: the gateway runs as many runs as it may."""
+    RUN_FAILED = "RUN_FAILED"
+    """Any code: Invoke's run failed; the code is the failure's."""
+    CONTEXT_LENGTH_EXCEEDED = "CONTEXT_LENGTH_EXCEEDED"
+    """INVALID_ARGUMENT (Reasoner): the conversation does not fit the model's context window."""
+    MODEL_ANSWER_MALFORMED = "MODEL_ANSWER_MALFORMED"
+    """UNAVAILABLE (Reasoner): the model endpoint's answer cannot be read."""
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
+    """INVALID_ARGUMENT: the request names a model the Reasoner does not serve."""
+
+
 class AgentloopError(Exception):
     """Root of every error agentloop raises on purpose.
 
-    `reason` (UPPER_SNAKE_CASE, stable: clients branch on it) defaults to the
-    status code's name; `metadata` names the resources involved (thread_id,
-    run_id, ...); `retry_delay_s` overrides the RetryInfo delay.
+    `reason` (a `Reason`: clients branch on it) defaults to the status code's
+    name; `metadata` names the resources involved (thread_id, run_id, ...);
+    `retry_delay_s` overrides the RetryInfo delay.
     """
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
@@ -55,7 +94,7 @@ class AgentloopError(Exception):
         self,
         message: str,
         *,
-        reason: str = "",
+        reason: Reason | None = None,
         metadata: Mapping[str, str] | None = None,
         retry_delay_s: float | None = None,
     ) -> None:
@@ -74,7 +113,7 @@ class AgentloopError(Exception):
 class InvalidArgument(AgentloopError, code=grpc.StatusCode.INVALID_ARGUMENT):
     """A request field is wrong; the message always starts with the field's path."""
 
-    def __init__(self, field: str, problem: str, *, reason: str = "") -> None:
+    def __init__(self, field: str, problem: str, *, reason: Reason | None = None) -> None:
         super().__init__(f"{field}: {problem}", reason=reason)
         self.field = field
         self.problem = problem

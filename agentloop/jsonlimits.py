@@ -22,6 +22,14 @@ MAX_DEPTH = 64
 MAX_BYTES = 1024 * 1024
 """Default size limit of one JSON text, in UTF-8 bytes."""
 
+STRUCT_MAX_DEPTH = 30
+"""Nesting limit of JSON that travels as a google.protobuf.Struct (a structured answer in RunFinal).
+
+Each JSON level is two or three protobuf messages (Struct, map entry, Value),
+and protobuf decodes at most 100 levels of messages: JSON much deeper than
+30 levels makes a message no client can decode (see agentloop.request_checks).
+"""
+
 # A JSON string literal, unrolled so long strings cost no backtracking.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")

@@ -273,6 +273,23 @@ class ToolSettings:
         )
 
 
+MIN_CONTEXT_BUDGET_TOKENS = 256
+"""The smallest context budget a run may have (0 aside: no limit).
+
+Below it not even a summary call (its instruction, a little conversation and a
+minimal summary) fits, so every model call would be over the budget and
+trimmed to nothing."""
+
+
+def _context_budget(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _int(env, name, default)
+    if 0 < value < MIN_CONTEXT_BUDGET_TOKENS:
+        raise SettingError(
+            f"{name}={value} is too small: 0 (no limit) or at least {MIN_CONTEXT_BUDGET_TOKENS}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     """Where the gateway listens, where its two dependencies are and the loop's defaults."""
@@ -332,7 +349,9 @@ class GatewaySettings:
             db_pool_size=_int(e, "AGENTLOOP_DB_POOL_SIZE", cls.db_pool_size, minimum=1),
             lease_s=_float(e, "AGENTLOOP_LEASE_S", cls.lease_s, minimum=0.1),
             orphan_scan_s=_float(e, "AGENTLOOP_ORPHAN_SCAN_S", cls.orphan_scan_s, minimum=0.05),
-            context_budget_tokens=_int(e, "AGENTLOOP_CONTEXT_BUDGET_TOKENS", cls.context_budget_tokens),
+            context_budget_tokens=_context_budget(
+                e, "AGENTLOOP_CONTEXT_BUDGET_TOKENS", cls.context_budget_tokens
+            ),
             instance_id=_get(e, "AGENTLOOP_INSTANCE_ID", cls.instance_id),
             retention_keep_checkpoints=_int(e, "AGENTLOOP_KEEP_CHECKPOINTS", cls.retention_keep_checkpoints),
             retention_idle_ttl_s=_float(e, "AGENTLOOP_THREAD_TTL_S", cls.retention_idle_ttl_s),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import jsonschema
 
-from agentloop.jsonlimits import loads_bounded
+from agentloop.jsonlimits import STRUCT_MAX_DEPTH, loads_bounded
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.hooks import call_hooks
 from gateway.loop_detection import describe, detect_loop, rounds_of
@@ -235,7 +235,10 @@ def _check_final_answer(
     """Check a final_answer call against the run's schema: (result for the model, canonical JSON if valid)."""
     assert state.config.output_schema is not None
     try:
-        value = loads_bounded(call.arguments_json or "{}", what="final_answer arguments")
+        # The answer travels as a Struct (RunFinal.structured_output): no deeper than one can decode.
+        value = loads_bounded(
+            call.arguments_json or "{}", max_depth=STRUCT_MAX_DEPTH, what="final_answer arguments"
+        )
     except ValueError as exc:
         message = (
             f"final_answer arguments are not valid JSON: {exc}. Call final_answer again with a JSON object."

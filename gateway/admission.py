@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentloop.errors import Aborted, InvalidArgument, NotFound
+from agentloop.errors import Aborted, InvalidArgument, NotFound, Reason
 from gateway.store.base import CheckpointRow, RequestReplayed, RunStatus, Store
 from gateway.validation import RunLikeRequest
 
 
 def _not_found(thread_id: str) -> NotFound:
     return NotFound(
-        f"thread {thread_id!r} not found", reason="THREAD_NOT_FOUND", metadata={"thread_id": thread_id}
+        f"thread {thread_id!r} not found", reason=Reason.THREAD_NOT_FOUND, metadata={"thread_id": thread_id}
     )
 
 
@@ -69,7 +69,7 @@ async def open_thread(
         raise Aborted(
             f"thread {thread_id!r} has run {latest.run_id} waiting for approval; "
             "Resume it with decisions (or Cancel it) first",
-            reason="THREAD_AWAITING_APPROVAL",
+            reason=Reason.THREAD_AWAITING_APPROVAL,
             metadata={"thread_id": thread_id, "run_id": latest.run_id},
         )
     return OpenedThread(created=False, previous=await store.latest_checkpoint(latest.run_id))

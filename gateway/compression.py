@@ -4,16 +4,21 @@ When the next model call's prompt would exceed the run's budget, every group
 older than the recent window (context_keep_recent_tokens, kept verbatim) is
 summarized through the Reasoner, the previous summary folded in, so the
 conversation the model sees shrinks to system prompt + summary + recent
-messages and can grow again until the next crossing: one summary call per
-budget crossing.
+messages and can grow again until the next crossing: one summary attempt per
+budget crossing (`summary_due`). An attempt that fails, or a summary that
+still leaves the prompt over the budget, is not repeated step after step: the
+calls go ahead trimmed until the conversation has grown by what a summary
+frees, which is the next crossing.
 
-The summary is appended to the thread as a system message named
-"context_summary:<first>-<end>" (the thread indices it newly covers; it stands
-in for everything before <end>). It is committed with the agent node's
-checkpoint like any message, so a resumed or adopted run, and every later run
-of the thread, reads it instead of summarizing the same span again; the
-originals stay stored and readable. When the summary call fails, or nothing
-old enough is left to summarize, the caller trims instead.
+The summary is bounded: the call asks for at most `max_tokens` tokens, and a
+model that writes more is cut to that size before anything is kept. It is
+appended to the thread as a message named "context_summary:<first>-<end>"
+(the thread indices it newly covers; it stands in for everything before
+<end>). It is committed with the agent node's checkpoint like any message, so
+a resumed or adopted run, and every later run of the thread, reads it instead
+of summarizing the same span again; the originals stay stored and readable.
+The model reads it as a framed record in a user message (gateway.context.view),
+never as a system instruction.
 
 Session memory uses the same one-call shape at the end of a run.
 """
@@ -22,10 +27,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from agentloop.errors import AgentloopError
 from agentloop.v1 import common_pb2, reasoner_pb2
 from gateway.context import (
+    CHARS_PER_TOKEN,
     HEADROOM,
     SUMMARY_NAME,
     Calibration,
@@ -166,14 +173,54 @@ def keep_recent_tokens(state: RunState) -> int:
     return cfg.context_keep_recent_tokens or cfg.context_budget_tokens // 4
 
 
-async def summarize(
-    state: RunState, ctx: RunContext, calibration: Calibration
-) -> tuple[common_pb2.Message, reasoner_pb2.StepResult] | None:
-    """Summarize what is older than the recent window: (summary message, call result).
+def summary_due(state: RunState) -> bool:
+    """Whether this budget crossing may still try a summary: at most one attempt per crossing.
 
-    None when nothing is old enough or the call failed; the caller trims then.
-    Calibration stays with the loop's own calls (same tools declared each time);
-    the transcript is sized with a ratio of at least 1, to stay on the safe side.
+    Not right after a summary (the prompt is still over the budget: summarizing
+    again would only summarize the summary), and not after an attempt of this
+    run that failed or did not bring the prompt under the budget
+    (`RunState.summary_stalled_at`) until the conversation has grown since by
+    what a summary frees (the budget less the recent window): the next
+    crossing. Meanwhile the caller trims.
+    """
+    last = state.last_message
+    if last is not None and summary_range(last) is not None:
+        return False
+    stalled = state.summary_stalled_at
+    if stalled is None:
+        return True
+    grown = sum(estimate_tokens(m) for m in state.messages[stalled:])
+    return grown >= state.config.context_budget_tokens - keep_recent_tokens(state)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One summary attempt: the summary message and its call's result, both None when it failed."""
+
+    message: common_pb2.Message | None = None
+    result: reasoner_pb2.StepResult | None = None
+
+
+def bounded_summary(text: str, max_tokens: int) -> tuple[str, bool]:
+    """The summary cut to what `max_tokens` allows (by the gateway's estimate), and whether it was cut.
+
+    A model that ignores max_tokens must not leave megabytes in the thread,
+    to be sent again with every later model call.
+    """
+    limit = max_tokens * CHARS_PER_TOKEN
+    if len(text) <= limit:
+        return text, False
+    return text[: limit - 2].rstrip() + " …", True
+
+
+async def summarize(state: RunState, ctx: RunContext, calibration: Calibration) -> Attempt | None:
+    """Summarize what is older than the recent window, in one model call.
+
+    None when nothing is old enough (no call made); an Attempt without a
+    message when the attempt failed (a decision event says why). The caller
+    trims in both cases. Calibration stays with the loop's own calls (same
+    tools declared each time); the transcript is sized with a ratio of at
+    least 1, to stay on the safe side.
     """
     cfg = state.config
     span = plan(state.messages, calibration.size_estimate(keep_recent_tokens(state)))
@@ -195,25 +242,26 @@ async def summarize(
         end = next(i for i, m in enumerate(thread) if m is dropped[0])
     if body is None:
         ctx.sink.decision("context_summary_failed", "the oldest messages are too large to summarize")
-        return None
+        return Attempt()
     covered = _flat(grouped)
     max_tokens = max(64, min(_MAX_SUMMARY_TOKENS, keep_recent_tokens(state)))
     params = _request(cfg.model, instruction, TRANSCRIPT_HEADER, body, max_tokens)
     result = await _one_call(state, ctx, params, "context_summary")
     if result is None:
-        return None
-    text = result.message.content.strip()
+        return Attempt()
+    text, cut = bounded_summary(result.message.content.strip(), max_tokens)
     if not text:
         ctx.sink.decision("context_summary_failed", "the summary call returned no text")
-        return None
+        return Attempt()
     message = summary_message(text, first, end)
-    before = sum(estimate_tokens(m) for m in covered) + len(earlier) // 4
+    before = sum(estimate_tokens(m) for m in covered) + len(earlier) // CHARS_PER_TOKEN
     after = estimate_tokens(message)
+    note = f"; longer than max_tokens={max_tokens} allows, cut to {len(text):,} characters" if cut else ""
     ctx.sink.decision(
         "context_compressed",
-        f"summarized messages {first + 1}–{end} (~{before:,} → ~{after:,} tokens)",
+        f"summarized messages {first + 1}–{end} (~{before:,} → ~{after:,} tokens){note}",
     )
-    return message, result
+    return Attempt(message, result)
 
 
 def _flat(grouped: list[list[common_pb2.Message]]) -> list[common_pb2.Message]:

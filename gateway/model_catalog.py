@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from agentloop.errors import InvalidArgument
+from agentloop.errors import InvalidArgument, Reason
 from agentloop.v1 import reasoner_pb2
 from gateway.clients import ReasonerClient
 
@@ -45,4 +45,4 @@ class ModelCatalog:
         if listing.any_name or any(model.name == name for model in listing.models):
             return
         known = ", ".join(model.name for model in listing.models) or "none"
-        raise InvalidArgument(field, f"unknown model {name!r} (known: {known})", reason="UNKNOWN_MODEL")
+        raise InvalidArgument(field, f"unknown model {name!r} (known: {known})", reason=Reason.UNKNOWN_MODEL)

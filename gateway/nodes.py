@@ -13,8 +13,17 @@ from typing import Any
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
 from gateway.acting import cancelled_result, tool_message, tools
 from gateway.call_ids import make_call_ids_unique
-from gateway.compression import session_summary, summarize
-from gateway.context import HEADROOM, Calibration, estimate_prompt, estimate_tool, summary_range, trim, view
+from gateway.compression import session_summary, summarize, summary_due
+from gateway.context import (
+    HEADROOM,
+    Calibration,
+    estimate_prompt,
+    estimate_tool,
+    latest_summary,
+    summary_range,
+    trim,
+    view,
+)
 from gateway.hooks import call_hooks
 from gateway.memory import memory_instruction, rank
 from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
@@ -129,7 +138,8 @@ def _prompt(state: RunState, ctx: RunContext, fit: bool = True) -> list[common_p
     if fit and budget > 0:
         tools_estimate = sum(estimate_tool(s) for s in _specs(state, ctx))
         room = state.calibration.estimate_for(int(budget * HEADROOM)) - tools_estimate
-        messages = trim(messages, max(1, room))
+        # A summary note (the first message after the system ones) stays: it stands for everything older.
+        messages = trim(messages, max(1, room), keep_first=1 if latest_summary(state.messages) else 0)
     return messages
 
 
@@ -251,13 +261,16 @@ async def agent(state: RunState, ctx: RunContext) -> Update:
     """
     try:
         compressed = await _compress(state, ctx)
-        if compressed is not None:
+        if compressed.messages:
             return compressed
         if state.structured_output_json:
-            return await _reply_text(state, ctx)
+            update = await _reply_text(state, ctx)
+            update.summary_stalled_at = compressed.summary_stalled_at
+            return update
     except RunCancelled:
         return Update(stop=True, stop_reason=StopReason.CANCELLED)
     update = await _model_step(state, ctx)
+    update.summary_stalled_at = compressed.summary_stalled_at
     if update.usage is not None and update.usage.prompt_tokens > 0 and update.llm_calls:
         estimate = estimate_prompt(_prompt(state, ctx), _specs(state, ctx))
         update.calibration = Calibration(update.usage.prompt_tokens // update.llm_calls, estimate)
@@ -269,27 +282,40 @@ async def agent(state: RunState, ctx: RunContext) -> Update:
     return update
 
 
-async def _compress(state: RunState, ctx: RunContext) -> Update | None:
-    """A summary of older messages when the next prompt would exceed the budget (None: nothing to do).
+async def _compress(state: RunState, ctx: RunContext) -> Update:
+    """A summary of older messages when the next prompt would exceed the budget (an Update without
+    messages: nothing to add).
 
-    When no summary can be made the call goes ahead trimmed, which is said once here.
+    At most one summary attempt per budget crossing (`summary_due`); when no
+    summary is made the call goes ahead trimmed, which is said once here, and
+    an attempt that failed or did not fit makes the next ones wait
+    (`summary_stalled_at` in the returned Update).
     """
     budget = state.config.context_budget_tokens
     if budget <= 0:
-        return None
+        return Update()
     estimate = estimate_prompt(_prompt(state, ctx, fit=False), _specs(state, ctx))
     if state.calibration.fits(estimate, budget):
-        return None
+        return Update()
     predicted = state.calibration.predict(estimate)
-    made = await summarize(state, ctx, state.calibration)
-    if made is None:
-        if len(_prompt(state, ctx)) == len(_prompt(state, ctx, fit=False)):
-            return None  # over by the estimate only: trimming would cut nothing either
-        detail = f"~{predicted:,} tokens over the budget of {budget:,}: the oldest messages are cut"
-        ctx.sink.decision("context_trimmed", detail)
-        return None
-    message, result = made
-    return Update(messages=[message], llm_calls=1, usage=result.usage, models=answered_by(result))
+    last = state.last_message
+    stalled = last is not None and summary_range(last) is not None  # just summarized, still over
+    if summary_due(state):
+        attempt = await summarize(state, ctx, state.calibration)
+        if attempt is not None and attempt.message is not None and attempt.result is not None:
+            return Update(
+                messages=[attempt.message],
+                llm_calls=1,
+                usage=attempt.result.usage,
+                models=answered_by(attempt.result),
+            )
+        stalled = attempt is not None
+    update = Update(summary_stalled_at=len(state.messages) if stalled else None)
+    if len(_prompt(state, ctx)) == len(_prompt(state, ctx, fit=False)):
+        return update  # over by the estimate only: trimming would cut nothing either
+    detail = f"~{predicted:,} tokens over the budget of {budget:,}: the oldest messages are cut"
+    ctx.sink.decision("context_trimmed", detail)
+    return update
 
 
 async def _reply_text(state: RunState, ctx: RunContext) -> Update:

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloop.errors import FailedPrecondition, InvalidArgument, NotFound
+from agentloop.errors import FailedPrecondition, InvalidArgument, NotFound, Reason
 from agentloop.settings import GatewaySettings
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2
@@ -214,7 +214,9 @@ class RunManager(RunStarts):
             raise InvalidArgument("run_id", "must not be empty")
         row = await self._store.get_run(run_id)
         if row is None or row.user_id != user_id:
-            raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
+            raise NotFound(
+                f"run {run_id!r} not found", reason=Reason.RUN_NOT_FOUND, metadata={"run_id": run_id}
+            )
         return row
 
     async def owned_thread(self, thread_id: str, user_id: str) -> ThreadRow:
@@ -229,7 +231,7 @@ class RunManager(RunStarts):
         if thread is None or thread.user_id != user_id:
             raise NotFound(
                 f"thread {thread_id!r} not found",
-                reason="THREAD_NOT_FOUND",
+                reason=Reason.THREAD_NOT_FOUND,
                 metadata={"thread_id": thread_id},
             )
         return thread
@@ -262,13 +264,17 @@ class RunManager(RunStarts):
             )
         if decisions:
             # Valid decisions, but the run is past them (another Resume or a Cancel won it).
-            raise FailedPrecondition(f"run {run_id!r} is {row.status.value}, not waiting for approval")
+            raise FailedPrecondition(
+                f"run {run_id!r} is {row.status.value}, not waiting for approval",
+                reason=Reason.RUN_NOT_RESUMABLE,
+                metadata={"run_id": run_id, "status": row.status.value},
+            )
         if active is not None:
             return active
         if row.status != RunStatus.RUNNING:
             raise FailedPrecondition(
                 f"run {run_id!r} is {row.status.value}; only a running run can be resumed",
-                reason="RUN_NOT_RESUMABLE",
+                reason=Reason.RUN_NOT_RESUMABLE,
                 metadata={"run_id": run_id, "status": row.status.value},
             )
         return await self._claim_and_launch(
@@ -330,7 +336,9 @@ class RunManager(RunStarts):
         """
         row = await self._store.get_run(run_id)
         if row is None:
-            raise NotFound(f"run {run_id!r} not found", reason="RUN_NOT_FOUND", metadata={"run_id": run_id})
+            raise NotFound(
+                f"run {run_id!r} not found", reason=Reason.RUN_NOT_FOUND, metadata={"run_id": run_id}
+            )
         request = agent_pb2.RunRequest.FromString(row.request)
         # The stored options are the ones resolved at creation: this gateway's defaults do not apply.
         config = run_config(request.options, self._settings, hooks=self.hooks)
@@ -530,5 +538,5 @@ def deadline_from(remaining: float | None) -> float | None:
 def _owned_elsewhere(run_id: str, why: str) -> FailedPrecondition:
     """The run is someone else's to continue (RUN_OWNED_ELSEWHERE: the client Watches it instead)."""
     return FailedPrecondition(
-        f"run {run_id!r} {why}", reason="RUN_OWNED_ELSEWHERE", metadata={"run_id": run_id}
+        f"run {run_id!r} {why}", reason=Reason.RUN_OWNED_ELSEWHERE, metadata={"run_id": run_id}
     )

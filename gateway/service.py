@@ -19,7 +19,7 @@ import grpc
 from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
-from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound
+from agentloop.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound, Reason
 from agentloop.retry import RetryPolicy
 from agentloop.security import Authenticator, TlsSettings, caller_resolved, service_token_from_env
 from agentloop.serving import Server, serve_service
@@ -212,7 +212,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
             failure = state.error
             err = AgentloopError(
                 f"run failed in {failure.node}: {failure.message}",
-                reason="RUN_FAILED",
+                reason=Reason.RUN_FAILED,
                 metadata={"run_id": state.run_id, "thread_id": state.thread_id, "node": failure.node},
             )
             err.code = grpc.StatusCode[failure.code]
@@ -329,7 +329,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         ):
             raise NotFound(
                 f"checkpoint {checkpoint_id!r} not found in this thread",
-                reason="CHECKPOINT_NOT_FOUND",
+                reason=Reason.CHECKPOINT_NOT_FOUND,
                 metadata={"checkpoint_id": checkpoint_id},
             )
         return run, checkpoint
@@ -422,7 +422,11 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
         if not await self.manager.store.delete_memory(request.user_id, request.memory_id):
-            raise NotFound(f"memory {request.memory_id!r} not found")
+            raise NotFound(
+                f"memory {request.memory_id!r} not found",
+                reason=Reason.MEMORY_NOT_FOUND,
+                metadata={"memory_id": request.memory_id},
+            )
         return agent_pb2.DeleteMemoryResponse()
 
     async def ListThreads(

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentloop.errors import Aborted, ResourceExhausted
+from agentloop.errors import Aborted, Reason, ResourceExhausted
 from agentloop.retry import Backoff
 from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2
@@ -97,7 +97,7 @@ class RunStarts:
         if busy >= self._settings.max_active_runs:
             raise ResourceExhausted(
                 f"this gateway already runs {busy} runs (AGENTLOOP_MAX_ACTIVE_RUNS); retry later",
-                reason="TOO_MANY_RUNS",
+                reason=Reason.TOO_MANY_RUNS,
                 retry_delay_s=1.0,
             )
         self._admitting += 1
@@ -173,7 +173,7 @@ class RunStarts:
             raise Aborted(
                 f"thread {stored.thread_id!r} already has an active run "
                 "(options.concurrency=REJECT; use ENQUEUE to wait for it)",
-                reason="THREAD_BUSY",
+                reason=Reason.THREAD_BUSY,
                 metadata={"thread_id": stored.thread_id},
             ) from None
         return await self._start_when_free(run_id, stored.thread_id) if enqueue else started

@@ -107,6 +107,7 @@ class Update:
     calibration: Calibration | None = None
     models: list[str] = field(default_factory=list)
     """The models that answered this node's model calls (StepResult.answered_by)."""
+    summary_stalled_at: int | None = None
 
 
 _OVERWRITTEN = (
@@ -120,6 +121,7 @@ _OVERWRITTEN = (
     "approvals",
     "recalled",
     "calibration",
+    "summary_stalled_at",
 )
 """Update fields that replace the state's value when set (the others append or add)."""
 
@@ -159,6 +161,10 @@ class RunState:
     """The newest model call's reported prompt size next to its estimate (context budgeting)."""
     models_used: list[str] = field(default_factory=list)
     """The models that answered this run's model calls, first-use order (more than one after a fallback)."""
+    summary_stalled_at: int | None = None
+    """Length of `messages` when a summary attempt of this run failed or left the prompt over the
+    budget: the next attempt waits for a new crossing (gateway.compression.summary_due). Not
+    checkpointed: a resumed run may try once more."""
 
     @property
     def max_steps(self) -> int:

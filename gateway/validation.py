@@ -13,7 +13,7 @@ import jsonschema
 
 from agentloop.errors import InvalidArgument
 from agentloop.jsonlimits import JsonLimitError, check_bounds, loads_bounded
-from agentloop.settings import GatewaySettings
+from agentloop.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from agentloop.wellknown import seconds, struct_to_dict
 from gateway.hooks import HookRegistry
@@ -82,10 +82,13 @@ MAX_SUMMARY_PROMPT_CHARS = 8000
 
 def _context_budget(options: agent_pb2.RunOptions, settings: GatewaySettings) -> tuple[int, int]:
     """(budget, recent window kept verbatim) of a run, checked against each other."""
-    if not 0 <= options.context_budget_tokens <= MAX_CONTEXT_BUDGET_TOKENS:
+    requested = options.context_budget_tokens
+    if requested != 0 and not MIN_CONTEXT_BUDGET_TOKENS <= requested <= MAX_CONTEXT_BUDGET_TOKENS:
+        # Below the minimum not even a summary fits: every model call would be cut to nothing.
         raise InvalidArgument(
             "options.context_budget_tokens",
-            f"must be between 0 and {MAX_CONTEXT_BUDGET_TOKENS} (0 = default)",
+            f"must be 0 (the gateway's default) or between {MIN_CONTEXT_BUDGET_TOKENS} and "
+            f"{MAX_CONTEXT_BUDGET_TOKENS}; a smaller budget leaves no room for a summary",
         )
     budget = options.context_budget_tokens or settings.context_budget_tokens
     keep = options.context_keep_recent_tokens
@@ -101,20 +104,20 @@ def _context_budget(options: agent_pb2.RunOptions, settings: GatewaySettings) ->
 
 
 def _check_options(options: agent_pb2.RunOptions) -> None:
-    """The options' own ranges and enums, each refusal naming its field."""
+    """The options' own ranges, each refusal naming its field.
+
+    Unknown enum values and malformed Durations never get here: every
+    server refuses them when the request arrives (agentloop.request_checks).
+    """
     if not 0 <= options.max_steps <= MAX_STEPS_LIMIT:
         raise InvalidArgument("options.max_steps", f"must be between 1 and {MAX_STEPS_LIMIT} (0 = default)")
     timeout = seconds(options.tool_timeout)
     if not 0 <= timeout <= MAX_TOOL_TIMEOUT_S:
         raise InvalidArgument("options.tool_timeout", f"must be between 0s and {MAX_TOOL_TIMEOUT_S:g}s")
-    if options.stream_mode not in agent_pb2.StreamMode.values():
-        raise InvalidArgument("options.stream_mode", f"unknown value {options.stream_mode}")
     if options.HasField("temperature"):
         temperature = options.temperature
         if math.isnan(temperature) or not 0.0 <= temperature <= 2.0:
             raise InvalidArgument("options.temperature", "must be between 0 and 2")
-    if options.concurrency not in agent_pb2.ConcurrencyPolicy.values():
-        raise InvalidArgument("options.concurrency", f"unknown value {options.concurrency}")
     for field in ("tools", "require_approval"):
         for i, name in enumerate(getattr(options, field)):
             if not name:

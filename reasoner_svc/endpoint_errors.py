@@ -35,14 +35,15 @@ from agentloop.errors import (
     FailedPrecondition,
     InvalidArgument,
     PermissionDenied,
+    Reason,
     ResourceExhausted,
     Unavailable,
 )
 from reasoner_svc.assembly import EndpointError, MalformedAnswer, endpoint_error
 
-CONTEXT_LENGTH_EXCEEDED = "CONTEXT_LENGTH_EXCEEDED"
+CONTEXT_LENGTH_EXCEEDED = Reason.CONTEXT_LENGTH_EXCEEDED
 """ErrorInfo reason of a request whose conversation does not fit the model's context window."""
-MODEL_ANSWER_MALFORMED = "MODEL_ANSWER_MALFORMED"
+MODEL_ANSWER_MALFORMED = Reason.MODEL_ANSWER_MALFORMED
 """ErrorInfo reason of an answer the Reasoner could not read."""
 
 _MAX_MESSAGE_CHARS = 1000

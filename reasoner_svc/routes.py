@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import openai
 
-from agentloop.errors import InvalidArgument
+from agentloop.errors import InvalidArgument, Reason
 from agentloop.named_models import ModelTable, NamedModel
 from agentloop.v1 import reasoner_pb2
 from reasoner_svc.protocol import ChatCompletions, ModelProtocol, Responses
@@ -95,7 +95,9 @@ class Routes:
         spec = self.table.get(name)
         if spec is None:
             known = ", ".join(self.table.names)
-            raise InvalidArgument(field, f"unknown model {name!r} (known: {known})", reason="UNKNOWN_MODEL")
+            raise InvalidArgument(
+                field, f"unknown model {name!r} (known: {known})", reason=Reason.UNKNOWN_MODEL
+            )
         return self._route(spec)  # a name passed through to the default endpoint
 
     def chain(self, name: str) -> list[Route]:

@@ -14,8 +14,9 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
-# Google's own files the contract imports (google/rpc/code.proto); their
-# Python modules come from googleapis-common-protos, so none is generated.
+# Google's own files the contract imports (google/rpc/code.proto,
+# google/api/field_behavior.proto); their Python modules come from
+# googleapis-common-protos, so none is generated.
 THIRD_PARTY_ROOT = ROOT / "third_party" / "protos"
 # The public contract, and the gateway's private storage format.
 GENERATED_PACKAGES = (Path("agentloop") / "v1", Path("agentloop") / "internal" / "v1")

@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61gentloop/v1/common.proto\x12\x0c\x61gentloop.v1\x1a\x1egoogle/protobuf/duration.proto\"Z\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x1c\n\x14provider_fields_json\x18\x04 \x01(\t\"\xc5\x01\n\x07Message\x12 \n\x04role\x18\x01 \x01(\x0e\x32\x12.agentloop.v1.Role\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x19\n\x11reasoning_content\x18\x03 \x01(\t\x12*\n\ntool_calls\x18\x04 \x03(\x0b\x32\x16.agentloop.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\x1c\n\x14provider_fields_json\x18\x07 \x01(\t\"\xe4\x01\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x1e\n\x16parameters_json_schema\x18\x03 \x01(\t\x12.\n\nnext_steps\x18\x04 \x03(\x0b\x32\x1a.agentloop.v1.NextStepRule\x12\x1b\n\x13injected_parameters\x18\x05 \x03(\t\x12\x19\n\x11requires_approval\x18\x06 \x01(\x08\x12-\n\x0bloop_policy\x18\x07 \x01(\x0b\x32\x18.agentloop.v1.LoopPolicy\"X\n\nLoopPolicy\x12\x13\n\x0bignore_args\x18\x01 \x03(\t\x12\x1e\n\x16volatile_result_fields\x18\x02 \x03(\t\x12\x15\n\rrepeat_budget\x18\x03 \x01(\x05\"i\n\x0cNextStepRule\x12.\n\x07trigger\x18\x04 \x01(\x0e\x32\x1d.agentloop.v1.NextStepTrigger\x12\x11\n\tnext_step\x18\x02 \x01(\t\x12\x0c\n\x04hint\x18\x03 \x01(\tJ\x04\x08\x01\x10\x02R\x02on\"{\n\x0fInjectedContext\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x19\n\x11\x63onversation_json\x18\x04 \x01(\t\x12\x19\n\x11run_metadata_json\x18\x05 \x01(\t\"]\n\nToolChoice\x12,\n\x04mode\x18\x01 \x01(\x0e\x32\x1c.agentloop.v1.ToolChoiceModeH\x00\x12\x17\n\rfunction_name\x18\x02 \x01(\tH\x00\x42\x08\n\x06\x63hoice\"\x87\x01\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x05\x12\x18\n\x10reasoning_tokens\x18\x04 \x01(\x05\x12\x1c\n\x14\x63\x61\x63hed_prompt_tokens\x18\x05 \x01(\x05\"\xc4\x01\n\nToolResult\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\x12\x10\n\x08is_error\x18\x04 \x01(\x08\x12/\n\nerror_kind\x18\x05 \x01(\x0e\x32\x1b.agentloop.v1.ToolErrorKind\x12+\n\x08\x64uration\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationJ\x04\x08\x06\x10\x07R\x0b\x64uration_ms*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03\x12\r\n\tROLE_TOOL\x10\x04*p\n\x0fNextStepTrigger\x12!\n\x1dNEXT_STEP_TRIGGER_UNSPECIFIED\x10\x00\x12\x1d\n\x19NEXT_STEP_TRIGGER_SUCCESS\x10\x01\x12\x1b\n\x17NEXT_STEP_TRIGGER_ERROR\x10\x02*\x87\x01\n\x0eToolChoiceMode\x12 \n\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x1d\n\x19TOOL_CHOICE_MODE_REQUIRED\x10\x02\x12\x19\n\x15TOOL_CHOICE_MODE_NONE\x10\x03*\xf5\x02\n\rToolErrorKind\x12\x1f\n\x1bTOOL_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14TOOL_ERROR_KIND_NONE\x10\n\x12 \n\x1cTOOL_ERROR_KIND_UNKNOWN_TOOL\x10\x01\x12\'\n#TOOL_ERROR_KIND_MALFORMED_ARGUMENTS\x10\x02\x12%\n!TOOL_ERROR_KIND_INVALID_ARGUMENTS\x10\x03\x12\x1b\n\x17TOOL_ERROR_KIND_TIMEOUT\x10\x04\x12\x1d\n\x19TOOL_ERROR_KIND_EXCEPTION\x10\x05\x12\x1d\n\x19TOOL_ERROR_KIND_CANCELLED\x10\x06\x12\x1f\n\x1bTOOL_ERROR_KIND_UNAVAILABLE\x10\x07\x12\x1c\n\x18TOOL_ERROR_KIND_REJECTED\x10\x08\x12\x1d\n\x19TOOL_ERROR_KIND_TOO_LARGE\x10\tB\x8f\x01\n\x10\x64\x65v.agentloop.v1B\x0b\x43ommonProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61gentloop/v1/common.proto\x12\x0c\x61gentloop.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\"Z\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\x12\x1c\n\x14provider_fields_json\x18\x04 \x01(\t\"\xca\x01\n\x07Message\x12%\n\x04role\x18\x01 \x01(\x0e\x32\x12.agentloop.v1.RoleB\x03\xe0\x41\x02\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x19\n\x11reasoning_content\x18\x03 \x01(\t\x12*\n\ntool_calls\x18\x04 \x03(\x0b\x32\x16.agentloop.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\x1c\n\x14provider_fields_json\x18\x07 \x01(\t\"\xe9\x01\n\x08ToolSpec\x12\x11\n\x04name\x18\x01 \x01(\tB\x03\xe0\x41\x02\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x1e\n\x16parameters_json_schema\x18\x03 \x01(\t\x12.\n\nnext_steps\x18\x04 \x03(\x0b\x32\x1a.agentloop.v1.NextStepRule\x12\x1b\n\x13injected_parameters\x18\x05 \x03(\t\x12\x19\n\x11requires_approval\x18\x06 \x01(\x08\x12-\n\x0bloop_policy\x18\x07 \x01(\x0b\x32\x18.agentloop.v1.LoopPolicy\"X\n\nLoopPolicy\x12\x13\n\x0bignore_args\x18\x01 \x03(\t\x12\x1e\n\x16volatile_result_fields\x18\x02 \x03(\t\x12\x15\n\rrepeat_budget\x18\x03 \x01(\x05\"i\n\x0cNextStepRule\x12.\n\x07trigger\x18\x04 \x01(\x0e\x32\x1d.agentloop.v1.NextStepTrigger\x12\x11\n\tnext_step\x18\x02 \x01(\t\x12\x0c\n\x04hint\x18\x03 \x01(\tJ\x04\x08\x01\x10\x02R\x02on\"{\n\x0fInjectedContext\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x11\n\tthread_id\x18\x02 \x01(\t\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x19\n\x11\x63onversation_json\x18\x04 \x01(\t\x12\x19\n\x11run_metadata_json\x18\x05 \x01(\t\"]\n\nToolChoice\x12,\n\x04mode\x18\x01 \x01(\x0e\x32\x1c.agentloop.v1.ToolChoiceModeH\x00\x12\x17\n\rfunction_name\x18\x02 \x01(\tH\x00\x42\x08\n\x06\x63hoice\"\x87\x01\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x05\x12\x18\n\x10reasoning_tokens\x18\x04 \x01(\x05\x12\x1c\n\x14\x63\x61\x63hed_prompt_tokens\x18\x05 \x01(\x05\"\xc4\x01\n\nToolResult\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\x12\x10\n\x08is_error\x18\x04 \x01(\x08\x12/\n\nerror_kind\x18\x05 \x01(\x0e\x32\x1b.agentloop.v1.ToolErrorKind\x12+\n\x08\x64uration\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationJ\x04\x08\x06\x10\x07R\x0b\x64uration_ms*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03\x12\r\n\tROLE_TOOL\x10\x04*p\n\x0fNextStepTrigger\x12!\n\x1dNEXT_STEP_TRIGGER_UNSPECIFIED\x10\x00\x12\x1d\n\x19NEXT_STEP_TRIGGER_SUCCESS\x10\x01\x12\x1b\n\x17NEXT_STEP_TRIGGER_ERROR\x10\x02*\x87\x01\n\x0eToolChoiceMode\x12 \n\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x1d\n\x19TOOL_CHOICE_MODE_REQUIRED\x10\x02\x12\x19\n\x15TOOL_CHOICE_MODE_NONE\x10\x03*\xf5\x02\n\rToolErrorKind\x12\x1f\n\x1bTOOL_ERROR_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14TOOL_ERROR_KIND_NONE\x10\n\x12 \n\x1cTOOL_ERROR_KIND_UNKNOWN_TOOL\x10\x01\x12\'\n#TOOL_ERROR_KIND_MALFORMED_ARGUMENTS\x10\x02\x12%\n!TOOL_ERROR_KIND_INVALID_ARGUMENTS\x10\x03\x12\x1b\n\x17TOOL_ERROR_KIND_TIMEOUT\x10\x04\x12\x1d\n\x19TOOL_ERROR_KIND_EXCEPTION\x10\x05\x12\x1d\n\x19TOOL_ERROR_KIND_CANCELLED\x10\x06\x12\x1f\n\x1bTOOL_ERROR_KIND_UNAVAILABLE\x10\x07\x12\x1c\n\x18TOOL_ERROR_KIND_REJECTED\x10\x08\x12\x1d\n\x19TOOL_ERROR_KIND_TOO_LARGE\x10\tB\x8f\x01\n\x10\x64\x65v.agentloop.v1B\x0b\x43ommonProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,30 +34,34 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentloop.v1.common_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.agentloop.v1B\013CommonProtoP\001Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\252\002\014Agentloop.V1\312\002\014Agentloop\\V1\352\002\rAgentloop::V1'
-  _globals['_ROLE']._serialized_start=1352
-  _globals['_ROLE']._serialized_end=1447
-  _globals['_NEXTSTEPTRIGGER']._serialized_start=1449
-  _globals['_NEXTSTEPTRIGGER']._serialized_end=1561
-  _globals['_TOOLCHOICEMODE']._serialized_start=1564
-  _globals['_TOOLCHOICEMODE']._serialized_end=1699
-  _globals['_TOOLERRORKIND']._serialized_start=1702
-  _globals['_TOOLERRORKIND']._serialized_end=2075
-  _globals['_TOOLCALL']._serialized_start=75
-  _globals['_TOOLCALL']._serialized_end=165
-  _globals['_MESSAGE']._serialized_start=168
-  _globals['_MESSAGE']._serialized_end=365
-  _globals['_TOOLSPEC']._serialized_start=368
-  _globals['_TOOLSPEC']._serialized_end=596
-  _globals['_LOOPPOLICY']._serialized_start=598
-  _globals['_LOOPPOLICY']._serialized_end=686
-  _globals['_NEXTSTEPRULE']._serialized_start=688
-  _globals['_NEXTSTEPRULE']._serialized_end=793
-  _globals['_INJECTEDCONTEXT']._serialized_start=795
-  _globals['_INJECTEDCONTEXT']._serialized_end=918
-  _globals['_TOOLCHOICE']._serialized_start=920
-  _globals['_TOOLCHOICE']._serialized_end=1013
-  _globals['_USAGE']._serialized_start=1016
-  _globals['_USAGE']._serialized_end=1151
-  _globals['_TOOLRESULT']._serialized_start=1154
-  _globals['_TOOLRESULT']._serialized_end=1350
+  _globals['_MESSAGE'].fields_by_name['role']._loaded_options = None
+  _globals['_MESSAGE'].fields_by_name['role']._serialized_options = b'\340A\002'
+  _globals['_TOOLSPEC'].fields_by_name['name']._loaded_options = None
+  _globals['_TOOLSPEC'].fields_by_name['name']._serialized_options = b'\340A\002'
+  _globals['_ROLE']._serialized_start=1395
+  _globals['_ROLE']._serialized_end=1490
+  _globals['_NEXTSTEPTRIGGER']._serialized_start=1492
+  _globals['_NEXTSTEPTRIGGER']._serialized_end=1604
+  _globals['_TOOLCHOICEMODE']._serialized_start=1607
+  _globals['_TOOLCHOICEMODE']._serialized_end=1742
+  _globals['_TOOLERRORKIND']._serialized_start=1745
+  _globals['_TOOLERRORKIND']._serialized_end=2118
+  _globals['_TOOLCALL']._serialized_start=108
+  _globals['_TOOLCALL']._serialized_end=198
+  _globals['_MESSAGE']._serialized_start=201
+  _globals['_MESSAGE']._serialized_end=403
+  _globals['_TOOLSPEC']._serialized_start=406
+  _globals['_TOOLSPEC']._serialized_end=639
+  _globals['_LOOPPOLICY']._serialized_start=641
+  _globals['_LOOPPOLICY']._serialized_end=729
+  _globals['_NEXTSTEPRULE']._serialized_start=731
+  _globals['_NEXTSTEPRULE']._serialized_end=836
+  _globals['_INJECTEDCONTEXT']._serialized_start=838
+  _globals['_INJECTEDCONTEXT']._serialized_end=961
+  _globals['_TOOLCHOICE']._serialized_start=963
+  _globals['_TOOLCHOICE']._serialized_end=1056
+  _globals['_USAGE']._serialized_start=1059
+  _globals['_USAGE']._serialized_end=1194
+  _globals['_TOOLRESULT']._serialized_start=1197
+  _globals['_TOOLRESULT']._serialized_end=1393
 # @@protoc_insertion_point(module_scope)

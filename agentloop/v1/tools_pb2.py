@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from agentloop.v1 import common_pb2 as agentloop_dot_v1_dot_common__pb2
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61gentloop/v1/tools.proto\x12\x0c\x61gentloop.v1\x1a\x19\x61gentloop/v1/common.proto\x1a\x1egoogle/protobuf/duration.proto\"!\n\x10ListToolsRequest\x12\r\n\x05names\x18\x01 \x03(\t\":\n\x11ListToolsResponse\x12%\n\x05tools\x18\x01 \x03(\x0b\x32\x16.agentloop.v1.ToolSpec\"\xdf\x01\n\x0e\x45xecuteRequest\x12%\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x16.agentloop.v1.ToolCall\x12*\n\x07timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x17\n\x0fmax_concurrency\x18\x03 \x01(\x05\x12\x19\n\x11idempotency_scope\x18\x04 \x01(\t\x12/\n\x08injected\x18\x05 \x01(\x0b\x32\x1d.agentloop.v1.InjectedContextJ\x04\x08\x02\x10\x03R\x0ftimeout_seconds\"I\n\x0bToolStarted\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"v\n\x0f\x45xecuteResponse\x12,\n\x07started\x18\x01 \x01(\x0b\x32\x19.agentloop.v1.ToolStartedH\x00\x12,\n\x08\x66inished\x18\x02 \x01(\x0b\x32\x18.agentloop.v1.ToolResultH\x00\x42\x07\n\x05\x65vent2\xa5\x01\n\x0bToolService\x12L\n\tListTools\x12\x1e.agentloop.v1.ListToolsRequest\x1a\x1f.agentloop.v1.ListToolsResponse\x12H\n\x07\x45xecute\x12\x1c.agentloop.v1.ExecuteRequest\x1a\x1d.agentloop.v1.ExecuteResponse0\x01\x42\x8e\x01\n\x10\x64\x65v.agentloop.v1B\nToolsProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61gentloop/v1/tools.proto\x12\x0c\x61gentloop.v1\x1a\x19\x61gentloop/v1/common.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\"!\n\x10ListToolsRequest\x12\r\n\x05names\x18\x01 \x03(\t\":\n\x11ListToolsResponse\x12%\n\x05tools\x18\x01 \x03(\x0b\x32\x16.agentloop.v1.ToolSpec\"\xe4\x01\n\x0e\x45xecuteRequest\x12*\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x16.agentloop.v1.ToolCallB\x03\xe0\x41\x02\x12*\n\x07timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x17\n\x0fmax_concurrency\x18\x03 \x01(\x05\x12\x19\n\x11idempotency_scope\x18\x04 \x01(\t\x12/\n\x08injected\x18\x05 \x01(\x0b\x32\x1d.agentloop.v1.InjectedContextJ\x04\x08\x02\x10\x03R\x0ftimeout_seconds\"I\n\x0bToolStarted\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"v\n\x0f\x45xecuteResponse\x12,\n\x07started\x18\x01 \x01(\x0b\x32\x19.agentloop.v1.ToolStartedH\x00\x12,\n\x08\x66inished\x18\x02 \x01(\x0b\x32\x18.agentloop.v1.ToolResultH\x00\x42\x07\n\x05\x65vent2\xa5\x01\n\x0bToolService\x12L\n\tListTools\x12\x1e.agentloop.v1.ListToolsRequest\x1a\x1f.agentloop.v1.ListToolsResponse\x12H\n\x07\x45xecute\x12\x1c.agentloop.v1.ExecuteRequest\x1a\x1d.agentloop.v1.ExecuteResponse0\x01\x42\x8e\x01\n\x10\x64\x65v.agentloop.v1B\nToolsProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,16 +35,18 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentloop.v1.tools_pb2', _g
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.agentloop.v1B\nToolsProtoP\001Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\252\002\014Agentloop.V1\312\002\014Agentloop\\V1\352\002\rAgentloop::V1'
-  _globals['_LISTTOOLSREQUEST']._serialized_start=101
-  _globals['_LISTTOOLSREQUEST']._serialized_end=134
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=136
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=194
-  _globals['_EXECUTEREQUEST']._serialized_start=197
-  _globals['_EXECUTEREQUEST']._serialized_end=420
-  _globals['_TOOLSTARTED']._serialized_start=422
-  _globals['_TOOLSTARTED']._serialized_end=495
-  _globals['_EXECUTERESPONSE']._serialized_start=497
-  _globals['_EXECUTERESPONSE']._serialized_end=615
-  _globals['_TOOLSERVICE']._serialized_start=618
-  _globals['_TOOLSERVICE']._serialized_end=783
+  _globals['_EXECUTEREQUEST'].fields_by_name['calls']._loaded_options = None
+  _globals['_EXECUTEREQUEST'].fields_by_name['calls']._serialized_options = b'\340A\002'
+  _globals['_LISTTOOLSREQUEST']._serialized_start=134
+  _globals['_LISTTOOLSREQUEST']._serialized_end=167
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=169
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=227
+  _globals['_EXECUTEREQUEST']._serialized_start=230
+  _globals['_EXECUTEREQUEST']._serialized_end=458
+  _globals['_TOOLSTARTED']._serialized_start=460
+  _globals['_TOOLSTARTED']._serialized_end=533
+  _globals['_EXECUTERESPONSE']._serialized_start=535
+  _globals['_EXECUTERESPONSE']._serialized_end=653
+  _globals['_TOOLSERVICE']._serialized_start=656
+  _globals['_TOOLSERVICE']._serialized_end=821
 # @@protoc_insertion_point(module_scope)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agentloop.errors import NotFound
+from agentloop.errors import NotFound, Reason
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.storable import storable
 from gateway.store import tables as t
@@ -179,7 +179,7 @@ class HistoryQueries(SqlBase):
                 .values(last_sequence=greatest(t.runs.c.last_sequence, max(e.sequence for e in events)))
             )
             if touched.rowcount == 0:
-                raise NotFound(f"run {run_id} not found")
+                raise NotFound(f"run {run_id} not found", reason=Reason.RUN_NOT_FOUND)
             await self._insert_events(conn, run_id, events)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import and_, case, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from agentloop.errors import FailedPrecondition, NotFound
+from agentloop.errors import FailedPrecondition, NotFound, Reason
 from gateway.store import tables as t
 from gateway.store.base import RequestReplayed, RunRow, RunStatus, ThreadBusy
 from gateway.store.rows import CANCELLED, QUEUED, RUNNING, expired, greatest, run_row, utc_now
@@ -47,7 +47,7 @@ class RunQueries(SqlBase):
                     update(t.threads).where(t.threads.c.thread_id == key).values(updated_at=now)
                 )
                 if touched.rowcount == 0:
-                    raise NotFound(f"thread {thread_id} not found")
+                    raise NotFound(f"thread {thread_id} not found", reason=Reason.THREAD_NOT_FOUND)
                 row = (
                     (
                         await conn.execute(
@@ -111,7 +111,7 @@ class RunQueries(SqlBase):
                         await conn.execute(select(t.runs.c.status).where(t.runs.c.run_id == run_id))
                     ).scalar_one_or_none()
                     if status is None:
-                        raise NotFound(f"run {run_id} not found")
+                        raise NotFound(f"run {run_id} not found", reason=Reason.RUN_NOT_FOUND)
                     raise FailedPrecondition(f"run {run_id} is {status}, not queued")
         except IntegrityError:
             # Only the partial unique index on (thread_id) WHERE status =
@@ -191,7 +191,7 @@ class RunQueries(SqlBase):
         async with self._write() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
         if row is None:
-            raise NotFound(f"run {run_id} not found")
+            raise NotFound(f"run {run_id} not found", reason=Reason.RUN_NOT_FOUND)
         return run_row(row)
 
     async def set_status(self, run_id: str, status: RunStatus) -> RunRow:
@@ -218,5 +218,5 @@ class RunQueries(SqlBase):
         except IntegrityError:
             raise ThreadBusy(f"the thread of run {run_id} already has a running run") from None
         if row is None:
-            raise NotFound(f"run {run_id} not found")
+            raise NotFound(f"run {run_id} not found", reason=Reason.RUN_NOT_FOUND)
         return run_row(row)

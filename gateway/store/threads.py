@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import and_, func, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from agentloop.errors import AlreadyExists, NotFound
+from agentloop.errors import AlreadyExists, NotFound, Reason
 from agentloop.v1 import common_pb2
 from gateway.store import tables as t
 from gateway.store.base import ThreadRow
@@ -71,7 +71,7 @@ class ThreadQueries(SqlBase):
             async with self._write() as conn:
                 found = await conn.execute(select(threads.c.thread_id).where(threads.c.thread_id == source))
                 if found.first() is None:
-                    raise NotFound(f"thread {thread_id} not found")
+                    raise NotFound(f"thread {thread_id} not found", reason=Reason.THREAD_NOT_FOUND)
                 await conn.execute(
                     threads.insert().values(
                         thread_id=key, user_id=user_id, created_at=now, updated_at=now, message_count=0
@@ -105,7 +105,11 @@ class ThreadQueries(SqlBase):
                 )
                 row = (await conn.execute(select(threads).where(threads.c.thread_id == key))).mappings().one()
         except IntegrityError:
-            raise AlreadyExists(f"thread {new_thread_id} already exists") from None
+            raise AlreadyExists(
+                f"thread {new_thread_id} already exists",
+                reason=Reason.THREAD_EXISTS,
+                metadata={"thread_id": new_thread_id},
+            ) from None
         return thread_row(row)
 
     async def list_threads(

@@ -10,6 +10,7 @@ import pytest
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2
+from agentloop.wellknown import struct_to_dict
 from tests.support.stack import Stack, final_of, kinds, start_stack
 from tests.support.tools import make_registry
 
@@ -93,5 +94,37 @@ async def test_a_model_sending_deep_arguments_gets_an_error_result_and_the_run_c
         assert result.is_error
         assert result.error_kind == common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS
         assert "nests more than 64 levels deep" in final.final_reply
+    finally:
+        await stack.close()
+
+
+async def test_a_structured_answer_too_deep_for_a_struct_is_sent_back_to_the_model() -> None:
+    """An answer of 40 JSON levels would make a RunFinal no client decodes: the model is asked again."""
+    deep: dict[str, object] = {"leaf": 1}
+    for _ in range(39):
+        deep = {"x": deep}
+    script = Script(
+        scenarios=(
+            Scenario(
+                match="deep answer",
+                turns=(
+                    Turn(tool_calls=(ScriptedToolCall("final_answer", deep),)),
+                    Turn(tool_calls=(ScriptedToolCall("final_answer", {"x": {"leaf": 1}}),)),
+                    Turn(content="Here it is."),
+                ),
+            ),
+        )
+    )
+    stack = await start_stack(script, make_registry()[0])
+    try:
+        request = agent_pb2.RunRequest(input="deep answer")
+        request.options.output_schema.update({"type": "object"})
+        events = [r.event async for r in stack.agent.Run(request, timeout=30)]
+        final = final_of(events)
+        (refused, accepted) = [e.tool_end.result for e in events if e.WhichOneof("event") == "tool_end"]
+        assert refused.is_error
+        assert "nests more than 30 levels deep" in refused.content
+        assert not accepted.is_error
+        assert struct_to_dict(final.structured_output) == {"x": {"leaf": 1}}
     finally:
         await stack.close()

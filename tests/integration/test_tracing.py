@@ -13,6 +13,7 @@ trace id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -58,6 +59,7 @@ pytestmark = pytest.mark.integration
 SERVICES = ("agentloop-gateway", "agentloop-reasoner", "agentloop-tools")
 SERVER = trace_pb2.Span.SPAN_KIND_SERVER
 CLIENT = trace_pb2.Span.SPAN_KIND_CLIENT
+ERROR = trace_pb2.Status.STATUS_CODE_ERROR
 
 
 def _value(value: otlp_common_pb2.AnyValue) -> Any:
@@ -148,47 +150,65 @@ async def _start(name: str, argv: list[str], env: dict[str, str], logs: Path) ->
     return await asyncio.to_thread(Child, name, argv, env, str(logs / f"{name}.log"))
 
 
-@pytest.mark.timeout(120)
-async def test_one_run_is_one_trace_across_the_three_services(
-    receiver: tuple[TraceReceiver, int], model: ScriptedModelServer, tmp_path: Path
-) -> None:
-    collector, otlp_port = receiver
+@dataclass
+class Services:
+    """The three services as processes, exporting spans to the receiver; the gateway's log file."""
+
+    gateway_port: int
+    gateway_log: Path
+    children: list[Child]
+
+
+@contextlib.asynccontextmanager
+async def three_services(otlp_port: int, model: ScriptedModelServer, logs: Path) -> AsyncIterator[Services]:
+    """Reasoner, tools and gateway started the way `agentloop serve` is, exporting over OTLP.
+
+    On exit they are stopped gracefully, gateway first (each must flush its
+    spans before it exits), and each must exit with status 0.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_", "AGENTLOOP_"))}
     env.update(
         OTEL_TRACES_EXPORTER="otlp",
         OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{otlp_port}",
         OTEL_BSP_SCHEDULE_DELAY="100",
         OPENAI_BASE_URL=model.base_url,
-        DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'agentloop.db'}",
+        DATABASE_URL=f"sqlite+aiosqlite:///{logs / 'agentloop.db'}",
         AGENTLOOP_LOG_FORMAT="json",
         AGENTLOOP_LOG_LEVEL="DEBUG",  # the loop logs its nodes and routes at DEBUG
     )
     cli = [sys.executable, "-m", "agentloop.cli", "serve"]
     children: list[Child] = []
     try:
-        reasoner = await _start("reasoner", [*cli, "reasoner", "--port", "0"], env, tmp_path)
+        reasoner = await _start("reasoner", [*cli, "reasoner", "--port", "0"], env, logs)
         children.append(reasoner)
-        tools = await _start("tools", [*cli, "tools", "--port", "0"], env, tmp_path)
+        tools = await _start("tools", [*cli, "tools", "--port", "0"], env, logs)
         children.append(tools)
         gateway_argv = [
             *cli, "gateway", "--port", "0",
             "--reasoner", f"127.0.0.1:{reasoner.port}", "--tools-addr", f"127.0.0.1:{tools.port}",
         ]  # fmt: skip
-        gateway = await _start("gateway", gateway_argv, env, tmp_path)
+        gateway = await _start("gateway", gateway_argv, env, logs)
         children.append(gateway)
+        yield Services(gateway.port, logs / "gateway.log", children)
+    finally:
+        for child in reversed(children):
+            await asyncio.to_thread(child.stop)
+    for child in children:
+        assert child.proc.returncode == 0, f"{child.name} exited with {child.proc.returncode}"
 
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.port}") as channel:
+
+@pytest.mark.timeout(120)
+async def test_one_run_is_one_trace_across_the_three_services(
+    receiver: tuple[TraceReceiver, int], model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    collector, otlp_port = receiver
+    async with three_services(otlp_port, model, tmp_path) as services:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{services.gateway_port}") as channel:
             request = agent_pb2.RunRequest(input=DEMO_QUESTION, user_id="ana")
             events = [r.event async for r in agent_pb2_grpc.AgentStub(channel).Run(request, timeout=60)]
         assert events[-1].WhichOneof("event") == "final", events[-1]
         assert "7006652" in events[-1].final.final_reply
         run_id = events[-1].run_id
-    finally:
-        # Gracefully, gateway first: each process must flush its spans before it exits.
-        for child in reversed(children):
-            await asyncio.to_thread(child.stop)
-    for child in children:
-        assert child.proc.returncode == 0, f"{child.name} exited with {child.proc.returncode}"
 
     await assert_eventually(
         lambda: collector.services() >= set(SERVICES) and bool(collector.named("chat scripted")),
@@ -275,6 +295,55 @@ async def test_one_run_is_one_trace_across_the_three_services(
     assert routing[-1]["next_node"] == "END"
     assert all(e["trace_id"] == trace_id and e["span_id"] for e in routing)
     assert all({"ts", "level", "logger", "message"} <= set(e) for e in lines)
+    assert not [e for e in lines if e["level"] in ("WARNING", "ERROR")], "a successful run logs no trouble"
+
+
+RUNS_CUT_SHORT = 100
+
+
+@pytest.mark.timeout(240)
+async def test_runs_whose_client_hangs_up_after_the_final_event_are_never_errors(
+    receiver: tuple[TraceReceiver, int], model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """Successful streamed runs, the client closing each stream as soon as the final event arrives.
+
+    Closing the stream cancels the call while the gateway may still be
+    finishing it: the span of Agent/Run must not turn that into an ERROR, and
+    no service may log a context it failed to detach.
+    """
+    collector, otlp_port = receiver
+    async with (
+        three_services(otlp_port, model, tmp_path) as services,
+        grpc.aio.insecure_channel(f"127.0.0.1:{services.gateway_port}") as channel,
+    ):
+        stub = agent_pb2_grpc.AgentStub(channel)
+        for _ in range(RUNS_CUT_SHORT):
+            call = stub.Run(agent_pb2.RunRequest(input=DEMO_QUESTION, user_id="ana"), timeout=60)
+            async for response in call:
+                if response.event.WhichOneof("event") == "final":
+                    call.cancel()
+                    break
+            assert response.event.final.metadata.stop_reason == agent_pb2.STOP_REASON_COMPLETED
+    await assert_eventually(
+        lambda: (
+            len(collector.named("agentloop.v1.Agent/Run")) == RUNS_CUT_SHORT
+            and len(collector.named("invoke_agent agentloop")) == RUNS_CUT_SHORT
+        ),
+        timeout_s=15,
+        message="a span of every run",
+    )
+    errors = [
+        f"{s.service}:{s.name}: {s.span.status.message}"
+        for s in collector.spans
+        if s.span.status.code == ERROR
+    ]
+    detach_failures = _count_in_logs(tmp_path, "Failed to detach context")
+    assert (len(errors), sum(detach_failures.values())) == (0, 0), (errors[:3], detach_failures)
+
+
+def _count_in_logs(logs: Path, text: str) -> dict[str, int]:
+    """How often each service's log file says `text`."""
+    return {log.name: log.read_text().count(text) for log in sorted(logs.glob("*.log"))}
 
 
 # --- in-process: statuses, error results and run metrics ---------------------------------------

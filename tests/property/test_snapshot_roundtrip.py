@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop.internal.v1 import checkpoint_pb2
-from agentloop.settings import GatewaySettings
+from agentloop.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.context import Calibration
 from gateway.snapshot import metadata_of, restore, to_record
@@ -153,7 +153,7 @@ OPTIONS = st.builds(
     require_approval=st.lists(NAMES, max_size=2),
     disable_memory=st.booleans(),
     disable_flow_guidance=st.booleans(),
-    context_budget_tokens=st.integers(0, 10_000_000),
+    context_budget_tokens=st.just(0) | st.integers(MIN_CONTEXT_BUDGET_TOKENS, 10_000_000),
     session_memory=st.booleans(),
 )
 

@@ -10,6 +10,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from google.api import field_behavior_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, message_factory
 from sqlalchemy import Connection, inspect, text
 
@@ -33,8 +34,9 @@ def old_checkpoint_record_class() -> Any:
     package name, so the record, now in agentloop.internal.v1, reads them as is.
     """
     pool = descriptor_pool.DescriptorPool()
-    pool.Add(descriptor_pb2.FileDescriptorProto.FromString(duration_pb2.DESCRIPTOR.serialized_pb))
-    pool.Add(descriptor_pb2.FileDescriptorProto.FromString(common_pb2.DESCRIPTOR.serialized_pb))
+    # common.proto and the files it imports, imports first
+    for module in (descriptor_pb2, field_behavior_pb2, duration_pb2, common_pb2):
+        pool.Add(descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb))
     current = descriptor_pb2.FileDescriptorProto.FromString(checkpoint_pb2.DESCRIPTOR.serialized_pb)
     old = descriptor_pb2.FileDescriptorProto(
         name="agentloop/v1/checkpoint_v0.proto",

@@ -63,7 +63,7 @@ def test_view_replaces_the_covered_span_and_repeats_the_question() -> None:
     msgs = [*conversation(), summary_message("the story so far", 0, 6)]
     assert summary_range(msgs[-1]) == (0, 6)
     seen = view(msgs)
-    assert [m.role for m in seen] == [S, S, A, U]
+    assert [m.role for m in seen] == [S, U, A, U]  # the summary as a framed record, not a system rule
     assert "the story so far" in seen[1].content
     assert seen[2:] == msgs[7:9]
     covered_all = [*conversation(), summary_message("all", 0, 8)]

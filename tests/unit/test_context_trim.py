@@ -63,3 +63,13 @@ def test_budget_fits_exactly_the_tool_group() -> None:
     budget = sum(estimate_tokens(m) for m in [msgs[0], *tail])
     assert trim(msgs, budget) == [msgs[0], *tail]
     assert trim(msgs, budget - 1) == [msgs[0], *msgs[7:]]
+
+
+def test_a_summary_note_is_kept_like_the_system_prompt() -> None:
+    """The note of a summarized view stands for everything older: newer messages are cut first."""
+    note = msg(U, "[Summary of the earlier conversation] " + "fact " * 40)
+    msgs = [msg(S, "system"), note, *conversation()[1:]]
+    budget = estimate_tokens(msgs[0]) + estimate_tokens(note) + estimate_tokens(msgs[-1])
+    kept = trim(msgs, budget, keep_first=1)
+    assert kept == [msgs[0], note, msgs[-1]]
+    assert note not in trim(msgs, budget)  # without it, the oldest message goes first

@@ -11,6 +11,7 @@ from agentloop.errors import (
     AgentloopError,
     FailedPrecondition,
     InvalidArgument,
+    Reason,
     Unavailable,
     from_rpc_error,
     rpc_status,
@@ -49,7 +50,8 @@ def test_unavailable_says_when_to_retry() -> None:
 
 
 def test_a_precondition_carries_its_reason_and_ids() -> None:
-    status = rpc_status(FailedPrecondition("ended", reason="RUN_NOT_RESUMABLE", metadata={"run_id": "r1"}))
+    ended = FailedPrecondition("ended", reason=Reason.RUN_NOT_RESUMABLE, metadata={"run_id": "r1"})
+    status = rpc_status(ended)
     info = error_details_pb2.ErrorInfo()
     status.details[0].Unpack(info)
     assert info.reason == "RUN_NOT_RESUMABLE"

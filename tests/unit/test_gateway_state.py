@@ -90,7 +90,6 @@ def test_run_config_fills_defaults_and_its_stored_form_ignores_another_gateways_
         (agent_pb2.RunOptions(tool_timeout=duration(-0.5)), "options.tool_timeout"),
         (agent_pb2.RunOptions(tool_timeout=duration(3601)), "options.tool_timeout"),
         (agent_pb2.RunOptions(temperature=2.5), "options.temperature"),
-        (agent_pb2.RunOptions(stream_mode=42), "options.stream_mode"),  # type: ignore[arg-type]
         (agent_pb2.RunOptions(tools=["calculator", ""]), "options.tools[1]"),
     ],
 )

@@ -36,8 +36,14 @@ def test_environment_overrides() -> None:
         ({"AGENTLOOP_MAX_STEPS": "many"}, "AGENTLOOP_MAX_STEPS"),
         ({"AGENTLOOP_MAX_STEPS": "0"}, "AGENTLOOP_MAX_STEPS"),
         ({"AGENTLOOP_RPC_BACKOFF_S": "-1"}, "AGENTLOOP_RPC_BACKOFF_S"),
+        ({"AGENTLOOP_CONTEXT_BUDGET_TOKENS": "10"}, "AGENTLOOP_CONTEXT_BUDGET_TOKENS=10 is too small"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
     with pytest.raises(SettingError, match=name):
         GatewaySettings.from_env(env)
+
+
+def test_a_context_budget_is_zero_or_leaves_room_for_a_summary() -> None:
+    assert GatewaySettings.from_env({"AGENTLOOP_CONTEXT_BUDGET_TOKENS": "0"}).context_budget_tokens == 0
+    assert GatewaySettings.from_env({"AGENTLOOP_CONTEXT_BUDGET_TOKENS": "256"}).context_budget_tokens == 256

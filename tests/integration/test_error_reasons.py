@@ -1,0 +1,217 @@
+"""Every ErrorInfo reason docs/clients.md promises is what the real gateway sends, and no other.
+
+The test reads the table of reasons from the page itself, provokes each row
+against real services (two gateways on one database, for the reasons that
+need a second owner or a full gateway; the Reasoner for its own), and checks code and reason as any
+gRPC client reads them: from the `grpc-status-details-bin` trailer. The
+table must name exactly the reasons of `agentloop.errors.Reason`, the only
+reasons the code can raise with (mypy holds every raise to that type).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from agentloop.errors import Reason
+from agentloop.scripted_model import Fault, Scenario, Script, ScriptedToolCall, Turn
+from agentloop.settings import GatewaySettings
+from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2, reasoner_pb2
+from gateway.service import Gateway
+from gateway.service import create_server as create_gateway
+from tests.support.scripts import add_scenario
+from tests.support.stack import Stack, start_stack
+from tests.support.tools import make_registry
+
+pytestmark = pytest.mark.integration
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "clients.md"
+CODE_NAME = "the code's name"
+"""The table's row for every error raised without a reason of its own."""
+
+SCRIPT = Script(
+    scenarios=(
+        add_scenario(1, 2, "Result: {{last_tool}}", match="^add please$"),
+        Scenario(
+            match="^slow tool$",
+            turns=(Turn(tool_calls=(ScriptedToolCall("sleep_for", {"seconds": 30}),)), Turn(content="done")),
+        ),
+        Scenario(match="", turns=(Turn(content="ok"),)),
+    )
+)
+
+
+def documented_reasons() -> dict[str, str]:
+    """reason → code ("any" for every code) of each row of the table of reasons."""
+    text = DOC.read_text()
+    section = text[text.index("Reasons a client may branch on") :]
+    section = section[: section.index("\n\n", section.index("| code | reason |"))]
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        match = re.match(r"^\| (`[A-Z_]+`|any) \| (`[A-Z_]+`|the code's name) \|", line)
+        if match:
+            code, reason = (cell.strip("`") for cell in match.groups())
+            assert reason not in rows, f"{reason} has two rows"
+            rows[reason] = code
+    return rows
+
+
+def reason_of(error: grpc.aio.AioRpcError) -> tuple[str, str]:
+    """(status code name, ErrorInfo reason) of a failed call."""
+    status = rpc_status.from_call(error)
+    assert status is not None, f"no status details on {error.code().name}: {error.details()}"
+    infos = [d for d in status.details if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR)]
+    assert len(infos) == 1, status
+    info = error_details_pb2.ErrorInfo()
+    infos[0].Unpack(info)
+    return error.code().name, info.reason
+
+
+async def failure(call: Callable[[], Awaitable[Any]]) -> tuple[str, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await call()
+    return reason_of(info.value)
+
+
+async def drained(call: Any) -> list[agent_pb2.RunEvent]:
+    return [response.event async for response in call]
+
+
+async def started_slow_run(agent: agent_pb2_grpc.AgentStub, thread_id: str) -> str:
+    """A run sitting in a 30 s tool; its id, once the tool started."""
+    call = agent.Run(agent_pb2.RunRequest(input="slow tool", thread_id=thread_id, user_id="ana"))
+    async for response in call:
+        if response.event.WhichOneof("event") == "tool_start":
+            return response.event.run_id
+    raise AssertionError("the slow run ended before its tool started")
+
+
+@pytest.fixture
+async def two_gateways(database_url: str) -> AsyncIterator[tuple[Stack, Gateway]]:
+    """The stack's gateway, and a second one on the same database admitting one run at a time."""
+    registry, _ = make_registry()
+    stack = await start_stack(SCRIPT, registry, database_url=database_url)
+    settings = dataclasses.replace(
+        GatewaySettings(),
+        port=0,
+        reasoner_addr=f"127.0.0.1:{stack.reasoner.port}",
+        tools_addr=f"127.0.0.1:{stack.tools.port}",
+        database_url=database_url,
+        max_active_runs=1,
+    )
+    other = await create_gateway(settings)
+    try:
+        yield stack, other
+    finally:
+        await other.aclose(0)
+        await stack.close()
+
+
+async def test_every_documented_reason_is_sent_as_documented(two_gateways: tuple[Stack, Gateway]) -> None:
+    stack, other = two_gateways
+    agent = stack.agent
+    elsewhere = agent_pb2_grpc.AgentStub(stack.channel_to(other.port))
+    seen: dict[str, list[str]] = {}
+
+    def saw(reason_and_code: tuple[str, str], row: str) -> None:
+        code, reason = reason_and_code
+        seen.setdefault(row, []).append(code)
+        assert reason == (code if row == CODE_NAME else row), (row, code, reason)
+
+    async def run(text: str, thread_id: str, **options: Any) -> list[agent_pb2.RunEvent]:
+        request = agent_pb2.RunRequest(
+            input=text, thread_id=thread_id, user_id="ana", options=agent_pb2.RunOptions(**options)
+        )
+        return await drained(agent.Run(request, timeout=30))
+
+    # A completed thread, a paused one, a busy one here and a busy one on the other gateway.
+    done = await run("add please", "t-done")
+    paused = await run("add please", "t-paused", require_approval=["add"])
+    interrupt = next(e for e in paused if e.WhichOneof("event") == "interrupt")
+    busy_here = await started_slow_run(agent, "t-busy")
+    busy_there = await started_slow_run(elsewhere, "t-there")
+
+    saw(await failure(lambda: run("hello", "t-busy")), "THREAD_BUSY")
+    saw(await failure(lambda: run("hello", "t-paused")), "THREAD_AWAITING_APPROVAL")
+    saw(
+        await failure(lambda: agent.GetThread(agent_pb2.GetThreadRequest(thread_id="nope", user_id="ana"))),
+        "THREAD_NOT_FOUND",
+    )
+    saw(
+        await failure(lambda: agent.Cancel(agent_pb2.CancelRequest(run_id="nope", user_id="ana"))),
+        "RUN_NOT_FOUND",
+    )
+    saw(
+        await failure(
+            lambda: drained(agent.Watch(agent_pb2.WatchRequest(run_id=done[0].run_id, user_id="bob")))
+        ),
+        "RUN_NOT_FOUND",
+    )
+    fork = agent_pb2.ForkThreadRequest(thread_id="t-done", user_id="ana", checkpoint_id="nope:0")
+    saw(await failure(lambda: agent.ForkThread(fork)), "CHECKPOINT_NOT_FOUND")
+    saw(
+        await failure(
+            lambda: agent.DeleteMemory(agent_pb2.DeleteMemoryRequest(memory_id="nope", user_id="ana"))
+        ),
+        "MEMORY_NOT_FOUND",
+    )
+    checkpoints = await agent.ListCheckpoints(
+        agent_pb2.ListCheckpointsRequest(thread_id="t-done", user_id="ana")
+    )
+    fork.checkpoint_id, fork.new_thread_id = checkpoints.checkpoints[0].checkpoint_id, "t-paused"
+    saw(await failure(lambda: agent.ForkThread(fork)), "THREAD_EXISTS")
+
+    # Resume of an ended run, with and without decisions (those of the paused run, once it ended).
+    resume_done = agent_pb2.ResumeRequest(run_id=done[0].run_id, user_id="ana")
+    saw(await failure(lambda: drained(agent.Resume(resume_done))), "RUN_NOT_RESUMABLE")
+    decision = agent_pb2.ApprovalDecision(
+        tool_call_id=interrupt.interrupt.pending[0].id, verdict=agent_pb2.ApprovalDecision.VERDICT_APPROVE
+    )
+    resume_paused = agent_pb2.ResumeRequest(run_id=interrupt.run_id, user_id="ana", decisions=[decision])
+    resumed = await drained(agent.Resume(resume_paused))
+    assert resumed[-1].WhichOneof("event") == "final"
+    saw(await failure(lambda: drained(agent.Resume(resume_paused))), "RUN_NOT_RESUMABLE")
+
+    resume_there = agent_pb2.ResumeRequest(run_id=busy_there, user_id="ana")
+    saw(await failure(lambda: drained(agent.Resume(resume_there))), "RUN_OWNED_ELSEWHERE")
+    saw(
+        await failure(lambda: drained(elsewhere.Run(agent_pb2.RunRequest(input="hi", user_id="ana")))),
+        "TOO_MANY_RUNS",
+    )
+
+    # Invoke's failed run: the model endpoint refuses the key (FAILED_PRECONDITION from the Reasoner).
+    stack.model.set_script(dataclasses.replace(SCRIPT, faults=(Fault("status", 401),)))
+    invoke = agent_pb2.InvokeRequest(input="hello", user_id="ana")
+    saw(await failure(lambda: agent.Invoke(invoke)), "RUN_FAILED")
+    saw(await failure(lambda: agent.Invoke(agent_pb2.InvokeRequest(input="", user_id="ana"))), CODE_NAME)
+
+    # The Reasoner's own: a prompt the endpoint finds too long, an answer that cannot be read.
+    step = reasoner_pb2.StepRequest(
+        params=reasoner_pb2.CompletionParams(
+            messages=[common_pb2.Message(role=common_pb2.ROLE_USER, content="hi")]
+        )
+    )
+    too_long = Fault("status", 400, message="This model's maximum context length is 8192 tokens.")
+    stack.model.set_script(dataclasses.replace(SCRIPT, faults=(too_long,)))
+    saw(await failure(lambda: stack.reasoner_stub.Step(step)), "CONTEXT_LENGTH_EXCEEDED")
+    stack.model.set_script(dataclasses.replace(SCRIPT, faults=(Fault("malformed_json", times=5),)))
+    saw(await failure(lambda: stack.reasoner_stub.Step(step)), "MODEL_ANSWER_MALFORMED")
+    stack.model.set_script(SCRIPT)
+
+    for run_id, stub in ((busy_here, agent), (busy_there, elsewhere)):
+        await stub.Cancel(agent_pb2.CancelRequest(run_id=run_id, user_id="ana"), timeout=15)
+
+    documented = documented_reasons()
+    assert set(seen) == set(documented), "every row provoked, and nothing else"
+    for row, codes in seen.items():
+        assert documented[row] == "any" or set(codes) == {documented[row]}, (row, codes)
+    assert set(seen["RUN_FAILED"]) == {"FAILED_PRECONDITION"}  # the code is the failure's
+    assert set(documented) - {CODE_NAME} == {r.value for r in Reason}
