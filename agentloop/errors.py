@@ -159,6 +159,18 @@ def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> AgentloopError:
     return err
 
 
+def reason_of(err: AgentloopError) -> str:
+    """The ErrorInfo reason of an error: its own, or the one of the service it was relayed from."""
+    if err.reason:
+        return str(err.reason)
+    for detail in err.relayed_details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            return str(info.reason)
+    return ""
+
+
 def status_from_metadata(metadata: Sequence[tuple[str, str | bytes]]) -> status_pb2.Status:
     """The google.rpc.Status a call's trailing metadata carries; an empty one when it carries none."""
     status = status_pb2.Status()
