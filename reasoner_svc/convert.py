@@ -28,7 +28,7 @@ _ROLE_NAMES = {
     common_pb2.ROLE_ASSISTANT: "assistant",
     common_pb2.ROLE_TOOL: "tool",
 }
-_TOOL_CHOICE_MODES = {
+TOOL_CHOICE_MODES = {
     common_pb2.TOOL_CHOICE_MODE_UNSPECIFIED: "auto",
     common_pb2.TOOL_CHOICE_MODE_AUTO: "auto",
     common_pb2.TOOL_CHOICE_MODE_REQUIRED: "required",
@@ -152,7 +152,7 @@ def _tool_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
             "function": {"name": params.tool_choice.function_name},
         }
     elif choice == "mode":
-        kwargs["tool_choice"] = _TOOL_CHOICE_MODES[params.tool_choice.mode]
+        kwargs["tool_choice"] = TOOL_CHOICE_MODES[params.tool_choice.mode]
     if params.HasField("parallel_tool_calls"):
         kwargs["parallel_tool_calls"] = params.parallel_tool_calls
     return kwargs

@@ -21,7 +21,7 @@ the cost of a streamed call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import openai
@@ -73,41 +73,13 @@ class ChatCompletions:
         return AnswerReader(endpoint=endpoint, think=self.think)
 
     async def complete(self, body: dict[str, Any], deadline: float, reader: AnswerReader) -> None:
-        options: Any = {"timeout": _left(deadline), "max_retries": 0}
-        # The client's timeout bounds each read; this bounds the whole call.
-        async with asyncio.timeout_at(deadline):
-            completion = await self._client.post(
-                "/chat/completions", body=body, cast_to=dict, options=options
-            )
-        reader.add_completion(completion)
+        reader.add_completion(await _post(self._client, "/chat/completions", body, deadline))
 
-    async def stream(
+    def stream(
         self, body: dict[str, Any], deadline: float, reader: AnswerReader
     ) -> AsyncIterator[tuple[str, str]]:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        options: Any = {"timeout": _left(deadline), "max_retries": 0}
-        # The client's timeout bounds each read, so a trickling stream would never hit it: every
-        # wait for the endpoint is also bounded by one deadline for the whole call.
-        async with asyncio.timeout_at(deadline):
-            stream = await self._client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=dict,
-                options=options,
-                stream=True,
-                stream_cls=openai.AsyncStream[dict[str, Any]],
-            )
-        try:
-            chunks = aiter(stream)
-            while True:
-                async with asyncio.timeout_at(deadline):
-                    chunk = await anext(chunks, None)
-                if chunk is None:
-                    break
-                yield reader.add_chunk(chunk)
-            yield reader.finish()
-        finally:
-            await stream.close()
+        return _streamed(self._client, "/chat/completions", body, deadline, reader.add_chunk, reader.finish)
 
 
 class Responses:
@@ -133,43 +105,62 @@ class Responses:
         return ResponsesReader(endpoint=endpoint, think=self.think)
 
     async def complete(self, body: dict[str, Any], deadline: float, reader: AnswerReader) -> None:
-        options: Any = {"timeout": _left(deadline), "max_retries": 0}
-        async with asyncio.timeout_at(deadline):
-            response = await self._client.post("/responses", body=body, cast_to=dict, options=options)
-        _responses(reader).add_response(response)
+        _responses(reader).add_response(await _post(self._client, "/responses", body, deadline))
 
-    async def stream(
+    def stream(
         self, body: dict[str, Any], deadline: float, reader: AnswerReader
     ) -> AsyncIterator[tuple[str, str]]:
-        events_reader = _responses(reader)
+        events = _responses(reader)
         body = {**body, "stream": True}
-        options: Any = {"timeout": _left(deadline), "max_retries": 0}
-        async with asyncio.timeout_at(deadline):
-            stream = await self._client.post(
-                "/responses",
-                body=body,
-                cast_to=dict,
-                options=options,
-                stream=True,
-                stream_cls=openai.AsyncStream[dict[str, Any]],
-            )
-        try:
-            events = aiter(stream)
-            while True:
-                async with asyncio.timeout_at(deadline):
-                    event = await anext(events, None)
-                if event is None:
-                    break
-                yield events_reader.add_event(event)
-            yield events_reader.finish()
-        finally:
-            await stream.close()
+        return _streamed(self._client, "/responses", body, deadline, events.add_event, events.finish)
 
 
 def _responses(reader: AnswerReader) -> ResponsesReader:
     if not isinstance(reader, ResponsesReader):
         raise TypeError("the Responses protocol reads with a ResponsesReader (from its reader())")
     return reader
+
+
+async def _post(client: openai.AsyncOpenAI, path: str, body: dict[str, Any], deadline: float) -> Any:
+    """One whole answer, as decoded JSON."""
+    options: Any = {"timeout": _left(deadline), "max_retries": 0}
+    # The client's timeout bounds each read; this bounds the whole call.
+    async with asyncio.timeout_at(deadline):
+        return await client.post(path, body=body, cast_to=dict, options=options)
+
+
+async def _streamed(
+    client: openai.AsyncOpenAI,
+    path: str,
+    body: dict[str, Any],
+    deadline: float,
+    fold: Callable[[Any], tuple[str, str]],
+    finish: Callable[[], tuple[str, str]],
+) -> AsyncIterator[tuple[str, str]]:
+    """One streamed answer: each decoded event folded in as it comes, then the end."""
+    options: Any = {"timeout": _left(deadline), "max_retries": 0}
+    # The client's timeout bounds each read, so a trickling stream would never hit it: every
+    # wait for the endpoint is also bounded by one deadline for the whole call.
+    async with asyncio.timeout_at(deadline):
+        stream = await client.post(
+            path,
+            body=body,
+            cast_to=dict,
+            options=options,
+            stream=True,
+            stream_cls=openai.AsyncStream[dict[str, Any]],
+        )
+    try:
+        events = aiter(stream)
+        while True:
+            async with asyncio.timeout_at(deadline):
+                event = await anext(events, None)
+            if event is None:
+                break
+            yield fold(event)
+        yield finish()
+    finally:
+        await stream.close()
 
 
 def _left(deadline: float) -> float:

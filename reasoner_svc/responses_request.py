@@ -26,6 +26,7 @@ from agentloop.jsonlimits import JsonLimitError
 from agentloop.v1 import common_pb2, reasoner_pb2
 from reasoner_svc.convert import (
     OUTPUT_FIELD,
+    TOOL_CHOICE_MODES,
     message_fields,
     response_format,
     sampling_kwargs,
@@ -34,13 +35,6 @@ from reasoner_svc.convert import (
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """What ``include`` asks for so reasoning can be carried across requests with nothing stored."""
-
-_TOOL_CHOICE_MODES = {
-    common_pb2.TOOL_CHOICE_MODE_UNSPECIFIED: "auto",
-    common_pb2.TOOL_CHOICE_MODE_AUTO: "auto",
-    common_pb2.TOOL_CHOICE_MODE_REQUIRED: "required",
-    common_pb2.TOOL_CHOICE_MODE_NONE: "none",
-}
 
 
 def responses_body(
@@ -181,7 +175,7 @@ def _tools(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
     if choice == "function_name":
         out["tool_choice"] = {"type": "function", "name": params.tool_choice.function_name}
     elif choice == "mode":
-        out["tool_choice"] = _TOOL_CHOICE_MODES[params.tool_choice.mode]
+        out["tool_choice"] = TOOL_CHOICE_MODES[params.tool_choice.mode]
     if params.HasField("parallel_tool_calls"):
         out["parallel_tool_calls"] = params.parallel_tool_calls
     return out

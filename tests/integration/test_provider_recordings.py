@@ -215,17 +215,11 @@ async def test_gateway_runs_every_recorded_answer_and_sends_the_providers_fields
 RESPONSES_ANSWERS = answers("responses")
 
 
-def _completed_output(fixture: Fixture) -> dict[str, Any]:
-    """The recording's output items as its response.completed event holds them, by id."""
-    completed = next(e for e in fixture.events() if e.get("type") == "response.completed")
-    return {item["id"]: item for item in completed["response"]["output"]}
-
-
 def _turn_items(fixture: Fixture) -> list[dict[str, Any]]:
     """The input items that must carry the recorded turn back: its reasoning verbatim, in place."""
     expect = fixture.expect
     if expect.get("output_items"):
-        held = _completed_output(fixture)
+        held = fixture.completed_output()
         return [held[item_id] for _, item_id in expect["output_items"]]
     items: list[dict[str, Any]] = []
     if expect["content"]:

@@ -58,6 +58,11 @@ class Fixture:
                     chunks.append(json.loads(data))
         return chunks
 
+    def completed_output(self) -> dict[str, Any]:
+        """A Responses stream's output items as its response.completed event holds them, by id."""
+        completed = next(e for e in self.events() if e.get("type") == "response.completed")
+        return {item["id"]: item for item in completed["response"]["output"]}
+
 
 def fixtures() -> list[Fixture]:
     """Every recording of the manifest, in its order."""

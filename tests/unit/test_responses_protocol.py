@@ -31,12 +31,6 @@ def _read(events: list[Any]) -> ResponsesReader:
     return reader
 
 
-def _completed_output(fixture: Fixture) -> dict[str, Any]:
-    """The output items of the recording's response.completed event, by id: what the server holds."""
-    completed = next(e for e in fixture.events() if e.get("type") == "response.completed")
-    return {item["id"]: item for item in completed["response"]["output"]}
-
-
 @pytest.mark.parametrize("fixture", answers("responses"), ids=lambda f: f.name)
 def test_recorded_responses_stream_is_read_exactly(fixture: Fixture) -> None:
     reader = _read(fixture.events())
@@ -51,7 +45,7 @@ def test_recorded_responses_stream_is_read_exactly(fixture: Fixture) -> None:
     kept = fields.get(OUTPUT_FIELD, [])
     assert [[item["type"], item.get("id", "")] for item in kept] == expect.get("output_items", [])
     # Reasoning goes back exactly as the server finally holds it (its newest encrypted content).
-    held = _completed_output(fixture)
+    held = fixture.completed_output()
     for item in kept:
         if item["type"] == "reasoning":
             assert item == held[item["id"]]
