@@ -154,6 +154,8 @@ class ResponsesReader(AnswerReader):
             return _Call(index=index)
         item_id = item.get("id") if isinstance(item.get("id"), str) else ""
         call = self._by_item.get(item_id) if item_id else None
+        if call is None and isinstance(index, int):
+            call = next((c for c in self.calls if c.index == index), None)  # a server without item ids
         if call is None:
             call = _Call(index=index if isinstance(index, int) else len(self.calls))
             self.calls.append(call)

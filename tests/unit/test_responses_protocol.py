@@ -355,3 +355,18 @@ def test_an_endpoint_error_leaves_a_context_manager_as_itself() -> None:
 
     with pytest.raises(EndpointError, match="boom"), span():
         raise EndpointError("boom", status=500)
+
+
+def test_a_call_whose_events_name_no_item_is_followed_by_its_output_index() -> None:
+    opened = {"type": "function_call", "call_id": "call_a", "name": "f", "arguments": ""}
+    finished = {**opened, "arguments": '{"x":1}'}
+    reader = _read(
+        [
+            _added(3, opened),
+            {"type": "response.function_call_arguments.delta", "output_index": 3, "delta": '{"x":'},
+            {"type": "response.function_call_arguments.delta", "output_index": 3, "delta": "1}"},
+            _done(3, finished),
+            _completed(),
+        ]
+    )
+    assert calls_of(reader.result().message) == [{"id": "call_a", "name": "f", "arguments_json": '{"x":1}'}]
