@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_SRC := agentloop reasoner_svc tool_svc gateway tests bench examples
 
-.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-inflight bench-peer soak run clean
+.PHONY: help install install-node proto ts check-proto check-ts lint format typecheck test test-node unit bench bench-load bench-inflight bench-idle-flood bench-peer soak run clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -82,6 +82,9 @@ bench: $(STAMP) ## Benchmarks (overhead, checkpoints, store hot path, loop detec
 
 bench-load: $(STAMP) ## Load test: 50 concurrent streaming runs for 180 s, RSS sampled; bench/results/load.json
 	$(BIN)/python -m bench.load
+
+bench-idle-flood: $(STAMP) ## 20,000 idle connections without credentials against a gateway while a client runs; bench/results/idle-flood.json (FLOOD="--grpc-defaults --out ...")
+	$(BIN)/python -m bench.idle_flood $(FLOOD)
 
 INFLIGHT ?=
 bench-inflight: $(STAMP) ## 1,000 runs in flight for 10 min against a 2 s, 50 tokens/s model: added latency per step, gateway kB per run; bench/results/inflight.json (INFLIGHT="--ramp 1000,2000,5000")

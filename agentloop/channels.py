@@ -34,7 +34,7 @@ from typing import Any
 import grpc
 
 from agentloop.retry import RetryPolicy
-from agentloop.settings import grpc_target
+from agentloop.settings import ServerLimits, grpc_target
 
 # Big enough for long conversations; the gateway enforces its own limits.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
@@ -68,13 +68,68 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 
 # The servers' side of the same agreement: accept the clients' keepalive pings (gRPC servers
 # otherwise answer pings more frequent than every 5 minutes with GOAWAY) and ping idle clients.
+# Keepalive is enforced: a client that pings more often than every KEEPALIVE_TIME_MS / 2 without
+# sending data gets a strike, and its connection is closed (GOAWAY too_many_pings) at the third.
+# Pings never count as activity: a connection with no call is closed when idle all the same
+# (`limit_options`).
+MAX_PING_STRIKES = 2
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
     ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+    ("grpc.http2.max_ping_strikes", MAX_PING_STRIKES),
 ]
+# What a server's connections may hold, as far as gRPC's transport enforces it (the calls in
+# flight per client and in all are counted by agentloop.call_limits). Each of these arguments is
+# read by gRPC core's HTTP/2 server (chttp2_server and its max-age filter):
+# - grpc.max_allowed_incoming_connections: a connection beyond it is closed as soon as accepted;
+# - grpc.server_handshake_timeout_ms: a connection that has not sent the HTTP/2 preface and its
+#   SETTINGS by then is closed (gRPC's default is 120 s);
+# - grpc.max_connection_idle_ms: a connection with no call in flight for that long gets GOAWAY;
+# - grpc.max_connection_age_ms / _grace_ms: every connection gets GOAWAY at that age (with gRPC's
+#   own jitter of 10 %, so reconnections spread out) and is closed after the grace;
+# - grpc.max_concurrent_streams: the calls one connection carries at once (SETTINGS; the client
+#   queues further calls until one ends).
+
+
+def limit_options(limits: ServerLimits, open_file_limit: int | None = None) -> list[tuple[str, Any]]:
+    """The server options that enforce `limits` (0 leaves gRPC's default).
+
+    The connection cap is held to half of `open_file_limit` (the process's soft
+    RLIMIT_NOFILE; None: no such limit): a server that ran out of descriptors
+    could no longer open its database, its dependencies or the model provider,
+    so a flood of connections would take it down for everyone.
+    """
+    options: list[tuple[str, Any]] = [
+        ("grpc.server_handshake_timeout_ms", _ms(limits.handshake_timeout_s)),
+    ]
+    cap = connection_cap(limits.max_connections, open_file_limit)
+    if cap:
+        options.append(("grpc.max_allowed_incoming_connections", cap))
+    if limits.connection_idle_s:
+        options.append(("grpc.max_connection_idle_ms", _ms(limits.connection_idle_s)))
+    if limits.connection_age_s:
+        options.append(("grpc.max_connection_age_ms", _ms(limits.connection_age_s)))
+        options.append(("grpc.max_connection_age_grace_ms", _ms(limits.connection_age_grace_s)))
+    if limits.max_streams_per_connection:
+        options.append(("grpc.max_concurrent_streams", limits.max_streams_per_connection))
+    return options
+
+
+def connection_cap(max_connections: int, open_file_limit: int | None) -> int:
+    """The connections a server accepts at once: the setting, at most half the open-file limit (0 = off)."""
+    if not max_connections:
+        return 0
+    if open_file_limit is None:
+        return max_connections
+    return max(1, min(max_connections, open_file_limit // 2))
+
+
+def _ms(seconds: float) -> int:
+    """Seconds as gRPC's int milliseconds (at least 1, at most INT_MAX, gRPC's "unlimited")."""
+    return max(1, min(round(seconds * 1000), 2**31 - 1))
 
 
 def service_config(services: Sequence[str], retry: RetryPolicy, health_service: str = "") -> str:

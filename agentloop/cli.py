@@ -86,18 +86,25 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 async def health(addr: str, service: str, timeout_s: float) -> int:
-    """0 when the server at `addr` reports SERVING for `service` ("" = the whole server)."""
+    """0 when the server at `addr` reports SERVING for `service` ("" = the whole server).
+
+    Prints the status, and why when the server says (agentloop.serving.Health).
+    """
     from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from agentloop.serving import HEALTH_REASON_KEY
 
     async with open_channel(addr, TlsSettings.from_env()) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
+        call = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
         try:
-            reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
+            reply = await call
         except grpc.aio.AioRpcError as exc:
             print(f"{addr}: {exc.code().name} {exc.details()}", file=sys.stderr)
             return 1
+        reason = dict(await call.trailing_metadata() or ()).get(HEALTH_REASON_KEY, "")
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-    print(f"{addr}: {status}")
+    print(f"{addr}: {status}" + (f" ({reason})" if reason else ""))
     return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
 
 

@@ -192,6 +192,11 @@ def _parse_tokens(text: str, where: str) -> dict[str, str]:
     return tokens
 
 
+def authenticated_user() -> str | None:
+    """The bearer token's user of the call being served; None without authentication."""
+    return _AUTH_USER.get()
+
+
 def effective_user(requested: str) -> str:
     """The user a request acts as: the token's user when authenticated, else the request's user_id.
 

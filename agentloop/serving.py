@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import resource
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -25,17 +26,23 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_status import rpc_status
 
+from agentloop.call_limits import CallLimits
 from agentloop.channels import CHANNEL_OPTIONS as CHANNEL_OPTIONS  # re-exported for older imports
-from agentloop.channels import MAX_MESSAGE_BYTES, SERVER_OPTIONS
+from agentloop.channels import MAX_MESSAGE_BYTES, SERVER_OPTIONS, connection_cap, limit_options
 from agentloop.errors import NO_RETRY, AgentloopError
 from agentloop.errors import rpc_status as error_status
 from agentloop.handlers import StreamBehavior, UnaryBehavior, wrap_handler
 from agentloop.reflection import enable_reflection
 from agentloop.security import Authenticator, AuthInterceptor, TlsSettings
-from agentloop.settings import SettingError, reuse_port
+from agentloop.settings import ServerLimits, SettingError, reuse_port
 from agentloop.telemetry import ServerTracingInterceptor, Telemetry
 
 log = logging.getLogger(__name__)
+
+HEALTH_REASON_KEY = "agentloop-health-reason"
+"""Trailing metadata of a health Check answered NOT_SERVING: why (`agentloop health` prints it)."""
+_MAX_REASON_CHARS = 1000
+SHUTTING_DOWN = "the server is shutting down"
 
 
 class PortInUse(SettingError):
@@ -129,13 +136,81 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return wrap_handler(handler, unary, stream)
 
 
+class Health(health_aio.HealthServicer):  # type: ignore[misc]
+    """grpc.health.v1, which also says why a service is NOT_SERVING.
+
+    The protocol's answer is a status and nothing else; the reason set with the
+    status travels in the Check's trailing metadata (`HEALTH_REASON_KEY`), so an
+    operator running `agentloop health` reads what is wrong, not only that
+    something is. Clients that ignore metadata see plain grpc.health.v1.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: dict[str, str] = {}
+
+    async def set(
+        self, service: str, status: health_pb2.HealthCheckResponse.ServingStatus, reason: str = ""
+    ) -> None:
+        """Publish `service`'s status; `reason` says why when it is not SERVING."""
+        if self._gracefully_shutting_down:
+            return
+        if status == health_pb2.HealthCheckResponse.SERVING or not reason:
+            self.reasons.pop(service, None)
+        else:
+            self.reasons[service] = reason
+        await super().set(service, status)
+
+    async def enter_graceful_shutdown(self) -> None:
+        for service in list(self._server_status):
+            self.reasons[service] = SHUTTING_DOWN
+        await super().enter_graceful_shutdown()
+
+    async def Check(
+        self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext | None
+    ) -> health_pb2.HealthCheckResponse:
+        """The status, and why in the trailing metadata (no call, as when asked in process: no metadata)."""
+        reply: health_pb2.HealthCheckResponse = await super().Check(request, context)
+        reason = self.reasons.get(request.service)
+        if context is not None and reason and reply.status != health_pb2.HealthCheckResponse.SERVING:
+            context.set_trailing_metadata(((HEALTH_REASON_KEY, _header_text(reason)),))
+        return reply
+
+
+def _header_text(text: str) -> str:
+    """`text` as a gRPC ASCII metadata value: printable ASCII on one line, bounded."""
+    flat = " ".join(text.split())
+    ascii_text = flat.encode("ascii", "backslashreplace").decode("ascii")
+    return ascii_text[:_MAX_REASON_CHARS]
+
+
+def open_file_limit() -> int | None:
+    """The process's soft limit on open descriptors (None: unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def raise_open_file_limit() -> None:
+    """Lift the soft descriptor limit to the hard one, as a server process should at start.
+
+    Many systems start processes with a soft limit of 1,024 under a far higher
+    hard one; every connection held takes a descriptor, and the connection cap
+    is half of this limit (agentloop.channels.limit_options).
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 @dataclass(frozen=True)
 class ServerHandle:
-    """A started gRPC server, the port it bound and its health servicer."""
+    """A started gRPC server, the port it bound, its health servicer and its call counter."""
 
     server: grpc.aio.Server
     port: int
-    health: health_aio.HealthServicer
+    health: Health
+    calls: CallLimits
 
 
 class Server:
@@ -182,6 +257,7 @@ class Server:
         authenticator: Authenticator | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         share_port: bool | None = None,
+        limits: ServerLimits | None = None,
     ) -> ServerHandle:
         """Register the servicer, health and reflection, bind and start; port 0 picks a free port.
 
@@ -191,19 +267,39 @@ class Server:
         turned off, so a second server on a taken port fails with PortInUse
         instead of silently receiving part of the first one's connections) unless
         ``share_port`` (default: AGENTLOOP_REUSE_PORT) asks for it.
+
+        ``limits`` (default: ServerLimits.from_env()) bound what clients may hold:
+        connections through gRPC's own options, calls in flight per address and in
+        all through `CallLimits`, which sees every call (health included) before its
+        token is checked, so an unauthenticated flood is bounded like any other.
         """
         if self._handle is not None:
             raise RuntimeError("the server already listens")
         share = reuse_port() if share_port is None else share_port
+        limits = ServerLimits.from_env() if limits is None else limits
+        calls = CallLimits(limits.max_calls, limits.max_calls_per_peer)
         interceptors: list[grpc.aio.ServerInterceptor] = [
             ServerTracingInterceptor(telemetry or Telemetry.noop()),
             ErrorInterceptor(),
+            # Inside the error interceptor, so a refused call becomes RESOURCE_EXHAUSTED with its details.
+            calls,
         ]
         if authenticator is not None and authenticator.enabled:
             # Inside the error interceptor, so a refused token becomes UNAUTHENTICATED like any typed error.
             interceptors.append(AuthInterceptor(authenticator))
+        files = open_file_limit()
+        cap = connection_cap(limits.max_connections, files)
+        if cap and cap < limits.max_connections:
+            log.info(
+                "accepting at most %d connections: half of this process's open-file limit (%d), "
+                "below AGENTLOOP_MAX_CONNECTIONS=%d",
+                cap,
+                files,
+                limits.max_connections,
+            )
         options = [
             *SERVER_OPTIONS,
+            *limit_options(limits, files),
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 1 if share else 0),
@@ -212,7 +308,7 @@ class Server:
             _check_port_free(host, port)
         server = grpc.aio.server(interceptors=interceptors, options=options)
         register(server)
-        health = health_aio.HealthServicer()
+        health = Health()
         health_pb2_grpc.add_HealthServicer_to_server(health, server)
         enable_reflection(
             server, [*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
@@ -231,7 +327,7 @@ class Server:
         await server.start()
         for name in ("", *service_names):
             await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        self._handle = ServerHandle(server=server, port=bound, health=health)
+        self._handle = ServerHandle(server=server, port=bound, health=health, calls=calls)
         return self._handle
 
     @contextlib.asynccontextmanager
@@ -273,6 +369,7 @@ async def serve_service(
     Telemetry (`telemetry_name` is its service.name) is flushed last, so the spans of the
     calls drained during shutdown are exported too.
     """
+    raise_open_file_limit()
     async with contextlib.aclosing(Telemetry.from_env(telemetry_name)) as telemetry:
         await run_until_signal(await create(telemetry), name, grace)
 

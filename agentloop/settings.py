@@ -291,6 +291,64 @@ def _context_budget(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 @dataclass(frozen=True)
+class ServerLimits:
+    """What one server lets its clients hold, so that no client can make it unreachable for the others.
+
+    Every agentloop server applies these (agentloop.serving.Server.listen). gRPC's own
+    transport enforces the connection bounds: a connection beyond `max_connections` is
+    closed as soon as it is accepted; one that has not sent HTTP/2's opening (preface
+    and SETTINGS) within `handshake_timeout_s` is closed, so a bare TCP connection
+    holds nothing for long; one with no call in flight for `connection_idle_s` is
+    closed (a call refused for a missing token ends at once, so it does not keep a
+    connection busy); every connection is asked to go away after `connection_age_s`
+    and cut `connection_age_grace_s` later. A connection carries at most
+    `max_streams_per_connection` calls at once (further calls wait in the client).
+    The call bounds are counted in the server (agentloop.call_limits), since gRPC
+    has no per-peer bound: a call beyond `max_calls` in all, or beyond
+    `max_calls_per_peer` from one address, is refused with RESOURCE_EXHAUSTED.
+    0 turns a bound off (gRPC's default then applies).
+    """
+
+    max_connections: int = 10_000
+    """Connections held at once; never more than half the process's open-file limit (the
+    rest stays for the database, the model provider and the dependencies)."""
+    handshake_timeout_s: float = 10.0
+    connection_idle_s: float = 60.0
+    connection_age_s: float = 3600.0
+    connection_age_grace_s: float = 3600.0
+    max_streams_per_connection: int = 0
+    max_calls: int = 10_000
+    max_calls_per_peer: int = 0
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, defaults: ServerLimits | None = None
+    ) -> ServerLimits:
+        """The limits the environment sets, `defaults` (this class's own when None) for the rest."""
+        e = os.environ if env is None else env
+        d = defaults or cls()
+        return cls(
+            max_connections=_int(e, "AGENTLOOP_MAX_CONNECTIONS", d.max_connections),
+            handshake_timeout_s=_float(e, "AGENTLOOP_HANDSHAKE_TIMEOUT_S", d.handshake_timeout_s, 0.001),
+            connection_idle_s=_float(e, "AGENTLOOP_CONNECTION_IDLE_S", d.connection_idle_s),
+            connection_age_s=_float(e, "AGENTLOOP_CONNECTION_AGE_S", d.connection_age_s),
+            connection_age_grace_s=_float(e, "AGENTLOOP_CONNECTION_AGE_GRACE_S", d.connection_age_grace_s),
+            max_streams_per_connection=_int(
+                e, "AGENTLOOP_MAX_STREAMS_PER_CONNECTION", d.max_streams_per_connection
+            ),
+            max_calls=_int(e, "AGENTLOOP_MAX_CALLS", d.max_calls),
+            max_calls_per_peer=_int(e, "AGENTLOOP_MAX_CALLS_PER_PEER", d.max_calls_per_peer),
+        )
+
+
+GATEWAY_LIMITS = ServerLimits(max_streams_per_connection=1000, max_calls_per_peer=2000)
+"""The gateway faces clients: one connection carries at most as many calls as the gateway runs runs
+(1,000 by default), one address at most twice that (each run's stream and a watcher). The Reasoner
+and the ToolService serve gateways only, which carry every run's calls on one connection: there
+these two bounds are off unless set."""
+
+
+@dataclass(frozen=True)
 class GatewaySettings:
     """Where the gateway listens, where its two dependencies are and the loop's defaults."""
 
@@ -319,6 +377,9 @@ class GatewaySettings:
     hooks: tuple[str, ...] = ()
     hook_modules: tuple[str, ...] = ()
     max_active_runs: int = 1000
+    max_active_runs_per_caller: int = 0
+    """Run slots one caller (its user with authentication, else its address) may hold; 0 = half of
+    max_active_runs, rounded up. `run_share` is the number in force."""
     max_tool_calls_per_step: int = 32
     max_argument_bytes: int = 64 * 1024
     max_run_s: float = 3600.0
@@ -327,6 +388,14 @@ class GatewaySettings:
     loop_policies: tuple[tuple[str, LoopPolicy], ...] = ()
     """Loop-detection policies by tool name; each replaces the one the tool's spec declares."""
     store_retry_budget_s: float = retry.STORE_RETRY_BUDGET_S
+    limits: ServerLimits = GATEWAY_LIMITS
+    """What the gateway's port lets clients hold (connections, calls); see ServerLimits."""
+
+    @property
+    def run_share(self) -> int:
+        """The run slots one caller may hold: max_active_runs_per_caller, or half of max_active_runs."""
+        share = self.max_active_runs_per_caller or -(-self.max_active_runs // 2)
+        return min(share, self.max_active_runs)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -359,6 +428,9 @@ class GatewaySettings:
             hooks=_list(e, "AGENTLOOP_HOOKS"),
             hook_modules=_list(e, "AGENTLOOP_HOOK_MODULES"),
             max_active_runs=_int(e, "AGENTLOOP_MAX_ACTIVE_RUNS", cls.max_active_runs, minimum=1),
+            max_active_runs_per_caller=_int(
+                e, "AGENTLOOP_MAX_ACTIVE_RUNS_PER_CALLER", cls.max_active_runs_per_caller
+            ),
             max_tool_calls_per_step=_int(
                 e, "AGENTLOOP_MAX_TOOL_CALLS_PER_STEP", cls.max_tool_calls_per_step, minimum=1
             ),
@@ -370,6 +442,7 @@ class GatewaySettings:
             store_retry_budget_s=_float(
                 e, "AGENTLOOP_STORE_RETRY_BUDGET_S", cls.store_retry_budget_s, minimum=0.1
             ),
+            limits=ServerLimits.from_env(e, GATEWAY_LIMITS),
         )
 
 

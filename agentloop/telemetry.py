@@ -301,10 +301,16 @@ def trace_context_interceptors() -> list[Any]:
     return call_editors(_with_trace_context)
 
 
+PROBE_METADATA_KEY = "agentloop-probe"
+"""Metadata a health probe's calls carry (gateway.health): they are not traced, like health checks."""
+
+
 class ServerTracingInterceptor(AroundInterceptor):
     """A SERVER span per RPC ("agentloop.v1.Reasoner/Step"), continuing the caller's trace.
 
-    Health checks and reflection are not traced. Put it first among the
+    Health checks and reflection are not traced, nor the calls of the gateway's
+    health probes (marked with PROBE_METADATA_KEY): a probe every few seconds
+    would otherwise bury the traces of runs. Put it first among the
     interceptors so it sees the status the error interceptor sets.
     """
 
@@ -319,6 +325,10 @@ class ServerTracingInterceptor(AroundInterceptor):
         self, details: grpc.HandlerCallDetails, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[None]:
         """The call's span; its status is the call's, set by the time the behaviour returns or raises."""
+        metadata = details.invocation_metadata or ()
+        if any(key == PROBE_METADATA_KEY for key, _ in metadata):
+            yield
+            return
         name = (details.method or "").lstrip("/")
         service, _, rpc = name.partition("/")
         attributes: dict[str, AttributeValue] = {
@@ -326,7 +336,6 @@ class ServerTracingInterceptor(AroundInterceptor):
             "rpc.service": service,
             "rpc.method": rpc,
         }
-        metadata = details.invocation_metadata or ()
         carrier = {key: value for key, value in metadata if isinstance(value, str)}
         with self._telemetry.span(
             name,

@@ -436,7 +436,15 @@ def _cpu_headroom(results: Mapping[str, Any], scenario: Level) -> list[str]:
 def measure(scenario: Level, database_url: str) -> dict[str, Any]:
     """Fresh services on `database_url`, one level of load, services stopped; the level's figures."""
     script = scenario.script()
-    extra_env = {}
+    # Every run comes from this one host, as one caller: the bounds that share a gateway between
+    # callers and addresses would measure themselves, not the runtime. They are lifted here.
+    cap = scenario.max_active_runs or GatewaySettings.max_active_runs
+    extra_env = {
+        "AGENTLOOP_MAX_ACTIVE_RUNS_PER_CALLER": str(cap),
+        "AGENTLOOP_MAX_CALLS_PER_PEER": "0",
+        "AGENTLOOP_MAX_STREAMS_PER_CONNECTION": "0",
+        "AGENTLOOP_MAX_CALLS": "0",
+    }
     if scenario.max_active_runs is not None:
         extra_env["AGENTLOOP_MAX_ACTIVE_RUNS"] = str(scenario.max_active_runs)
     with running_services(script, database_url, extra_env) as (addr, pids):

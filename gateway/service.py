@@ -30,7 +30,7 @@ from gateway.clients import Dependencies
 from gateway.events import status_code
 from gateway.forking import fork
 from gateway.graph import final_event
-from gateway.health import DependencyHealth, service_probe, store_probe
+from gateway.health import DependencyHealth, reasoner_probe, store_probe, tools_probe
 from gateway.paging import (
     PREVIEW_CHARS,
     RESPONSE_BYTES,
@@ -579,11 +579,12 @@ async def create_server(
             tls=tls,
             authenticator=authenticator,
             max_message_bytes=settings.max_message_bytes,
+            limits=settings.limits,
         )
         manager.start_background()
         probes = {
-            "reasoner": service_probe(deps.reasoner_channel),
-            "tools": service_probe(deps.tools_channel),
+            "reasoner": reasoner_probe(deps.reasoner_channel),
+            "tools": tools_probe(deps.tools_channel),
             "store": store_probe(store),
         }
         gateway.health = DependencyHealth(handle.health, SERVICE_NAME, probes, settings.health_interval_s)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -18,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agentloop.call_limits import current_caller
 from agentloop.errors import Aborted, Reason, ResourceExhausted
 from agentloop.retry import Backoff
 from agentloop.settings import GatewaySettings
@@ -30,6 +32,7 @@ from gateway.graph import START
 from gateway.hooks import HookRegistry
 from gateway.journal import with_store_retries
 from gateway.model_catalog import ModelCatalog
+from gateway.shares import RunShares
 from gateway.snapshot import initial_state
 from gateway.store.base import RequestReplayed, RunRow, RunStatus, Store, ThreadBusy
 from gateway.store.hotpath import run_to_completion
@@ -77,13 +80,20 @@ class RunStarts:
     _launch: Callable[..., ActiveRun]
     """The manager's: hands a prepared run to its task (`RunManager._launch`)."""
 
+    @functools.cached_property
+    def _shares(self) -> RunShares:
+        """The run slots each caller holds (gateway.shares), against GatewaySettings.run_share."""
+        return RunShares(self._settings.run_share)
+
     async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         """Validate, create (or continue) the thread, queue the run, start it when the thread is free.
 
         Admission counts the run before the first await, so a burst cannot
-        slip past max_active_runs. A setup that fails or is cancelled (client
-        deadline, disconnect) ends the run it created instead of leaving it
-        QUEUED or RUNNING with nobody executing it.
+        slip past max_active_runs, nor past the caller's share of them
+        (gateway.shares): one caller flooding runs leaves the other slots to
+        the others. A setup that fails or is cancelled (client deadline,
+        disconnect) ends the run it created instead of leaving it QUEUED or
+        RUNNING with nobody executing it, and gives its slot back.
 
         A request whose request_id already started a run of the user raises
         RequestReplayed naming that run (checked first, and again by the
@@ -100,11 +110,20 @@ class RunStarts:
                 reason=Reason.TOO_MANY_RUNS,
                 retry_delay_s=1.0,
             )
+        caller = current_caller()
+        self._shares.take(caller)
         self._admitting += 1
         try:
-            return await self._begin(request, streaming=streaming, deadline=deadline)
+            active = await self._begin(request, streaming=streaming, deadline=deadline)
+        except BaseException:
+            self._shares.give_back(caller)
+            raise
         finally:
             self._admitting -= 1
+        task = active.task
+        assert task is not None, "_launch starts the run's task"
+        task.add_done_callback(lambda _: self._shares.give_back(caller))
+        return active
 
     async def _begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         run_deadline = time.monotonic() + self._settings.max_run_s

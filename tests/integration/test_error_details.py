@@ -36,7 +36,9 @@ SCRIPT = Script(
 @pytest.fixture
 async def stack() -> AsyncIterator[Stack]:
     registry, _ = make_registry()
-    stack = await start_stack(SCRIPT, registry, gateway_overrides={"max_active_runs": 2})
+    # Every run here comes from one caller: its share is the whole gateway.
+    overrides = {"max_active_runs": 2, "max_active_runs_per_caller": 2}
+    stack = await start_stack(SCRIPT, registry, gateway_overrides=overrides)
     try:
         yield stack
     finally:

@@ -19,11 +19,12 @@ from typing import Any
 import grpc
 import pytest
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from agentloop.errors import Reason
 from agentloop.scripted_model import Fault, Scenario, Script, ScriptedToolCall, Turn
-from agentloop.settings import GatewaySettings
+from agentloop.settings import GATEWAY_LIMITS, GatewaySettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2, reasoner_pb2
 from gateway.service import Gateway
 from gateway.service import create_server as create_gateway
@@ -122,7 +123,49 @@ async def two_gateways(database_url: str, tmp_path: Path) -> AsyncIterator[tuple
         await stack.close()
 
 
-async def test_every_documented_reason_is_sent_as_documented(two_gateways: tuple[Stack, Gateway]) -> None:
+async def bounded_callers(stack: Stack, database_url: str) -> dict[str, tuple[str, str]]:
+    """TOO_MANY_RUNS_FOR_CALLER, TOO_MANY_CALLS_FROM_PEER and TOO_MANY_CALLS, as a gateway sends them."""
+    settings = dataclasses.replace(
+        GatewaySettings(),
+        host="[::]",
+        port=0,
+        reasoner_addr=f"127.0.0.1:{stack.reasoner.port}",
+        tools_addr=f"127.0.0.1:{stack.tools.port}",
+        database_url=database_url,
+        max_active_runs=2,
+        max_active_runs_per_caller=1,
+        limits=dataclasses.replace(GATEWAY_LIMITS, max_calls_per_peer=2, max_calls=4),
+    )
+    limited = await create_gateway(settings)
+    seen: dict[str, tuple[str, str]] = {}
+    try:
+        ipv4, ipv6 = stack.channel_to(limited.port), grpc.aio.insecure_channel(f"[::1]:{limited.port}")
+        agent, health_v4 = agent_pb2_grpc.AgentStub(ipv4), health_pb2_grpc.HealthStub(ipv4)
+        health_v6 = health_pb2_grpc.HealthStub(ipv6)
+        check = health_pb2.HealthCheckRequest()
+        slow = await started_slow_run(agent, "t-limited")  # 127.0.0.1: one run, one call
+        seen["TOO_MANY_RUNS_FOR_CALLER"] = await failure(
+            lambda: drained(agent.Run(agent_pb2.RunRequest(input="hi", user_id="bob")))
+        )
+        watches = [health_v4.Watch(check), health_v6.Watch(check)]  # 127.0.0.1 holds two calls
+        for watch in watches:
+            await watch.read()
+        seen["TOO_MANY_CALLS_FROM_PEER"] = await failure(lambda: health_v4.Check(check))
+        watches.append(health_v6.Watch(check))  # ::1 holds two calls too: four in all
+        await watches[-1].read()
+        seen["TOO_MANY_CALLS"] = await failure(lambda: health_v6.Check(check))
+        for watch in watches:
+            watch.cancel()
+        await ipv6.close()
+        await agent.Cancel(agent_pb2.CancelRequest(run_id=slow, user_id="ana"), timeout=15)
+    finally:
+        await limited.aclose(0)
+    return seen
+
+
+async def test_every_documented_reason_is_sent_as_documented(
+    two_gateways: tuple[Stack, Gateway], database_url: str
+) -> None:
     stack, other = two_gateways
     agent = stack.agent
     elsewhere = agent_pb2_grpc.AgentStub(stack.channel_to(other.port))
@@ -223,6 +266,11 @@ async def test_every_documented_reason_is_sent_as_documented(two_gateways: tuple
 
     for run_id, stub in ((busy_here, agent), (busy_there, elsewhere)):
         await stub.Cancel(agent_pb2.CancelRequest(run_id=run_id, user_id="ana"), timeout=15)
+
+    # What one caller and one address may hold: a third gateway on every address, IPv4 and IPv6
+    # (two client addresses), with a share of one run per caller, two calls per address, four in all.
+    for row, code in (await bounded_callers(stack, database_url)).items():
+        saw(code, row)
 
     documented = documented_reasons()
     assert set(seen) == set(documented), "every row provoked, and nothing else"
