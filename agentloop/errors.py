@@ -76,6 +76,8 @@ class Reason(StrEnum):
     """INVALID_ARGUMENT (Reasoner): the conversation does not fit the model's context window."""
     MODEL_ANSWER_MALFORMED = "MODEL_ANSWER_MALFORMED"
     """UNAVAILABLE (Reasoner): the model endpoint's answer cannot be read."""
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
+    """INVALID_ARGUMENT: the request names a model the Reasoner does not serve."""
 
 
 class AgentloopError(Exception):
@@ -161,6 +163,18 @@ def from_rpc_error(exc: grpc.aio.AioRpcError, service: str) -> AgentloopError:
     err.code = exc.code()
     err.relayed_details = list(status_from_metadata(exc.trailing_metadata() or ()).details)
     return err
+
+
+def reason_of(err: AgentloopError) -> str:
+    """The ErrorInfo reason of an error: its own, or the one of the service it was relayed from."""
+    if err.reason:
+        return str(err.reason)
+    for detail in err.relayed_details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            return str(info.reason)
+    return ""
 
 
 def status_from_metadata(metadata: Sequence[tuple[str, str | bytes]]) -> status_pb2.Status:

@@ -204,10 +204,23 @@ class ReasonerSettings:
     """How inline <think>…</think> reasoning is read: off, tags or open (reasoner_svc.think_tags)."""
     max_provider_field_bytes: int = 256 * 1024
     """Bound on what one answer may carry beyond the standard shape (kept and sent back to the model)."""
+    protocol: str = "chat"
+    """The environment model's wire protocol: chat (completions) or responses (agentloop.named_models)."""
+    models_file: str = ""
+    """JSON or TOML file of the named models served besides the environment's ("" = none)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ReasonerSettings:
+        """The settings, the models file read and checked too: a bad one stops the Reasoner at start."""
+        from agentloop.named_models import load_models
+
         e = os.environ if env is None else env
+        settings = cls._read(e)
+        load_models(settings, e)
+        return settings
+
+    @classmethod
+    def _read(cls, e: Mapping[str, str]) -> ReasonerSettings:
         return cls(
             host=_get(e, "AGENTLOOP_HOST", cls.host),
             port=_int(e, "AGENTLOOP_REASONER_PORT", cls.port),
@@ -223,6 +236,8 @@ class ReasonerSettings:
             max_provider_field_bytes=_int(
                 e, "AGENTLOOP_MAX_PROVIDER_FIELD_BYTES", cls.max_provider_field_bytes, minimum=1024
             ),
+            protocol=_one_of(e, "AGENTLOOP_MODEL_PROTOCOL", cls.protocol, ("chat", "responses")),
+            models_file=_get(e, "AGENTLOOP_MODELS_FILE", cls.models_file),
         )
 
 

@@ -104,6 +104,19 @@ class ReasonerClient:
         finally:
             call.cancel()
 
+    async def list_models(self, rpc_timeout_s: float) -> reasoner_pb2.ListModelsResponse:
+        """The models the Reasoner serves by name; a Reasoner without ListModels takes any name."""
+        timeout = await self._dep.ready(rpc_timeout_s)
+        try:
+            response: reasoner_pb2.ListModelsResponse = await self._stub.ListModels(
+                reasoner_pb2.ListModelsRequest(), timeout=timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return reasoner_pb2.ListModelsResponse(any_name=True)
+            raise from_rpc_error(exc, "reasoner") from exc
+        return response
+
 
 class ToolsClient:
     """ListTools and Execute; a broken tool batch is re-issued for its unfinished calls."""

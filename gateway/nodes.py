@@ -7,9 +7,11 @@ The tools node lives in acting.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+from agentloop.errors import AgentloopError, Reason, reason_of
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
 from gateway.acting import cancelled_result, tool_message, tools
 from gateway.call_ids import make_call_ids_unique
@@ -46,6 +48,8 @@ __all__ = [
 
 PLANNING_TEXT = "planning_text"
 """Decision kind: streamed text of a step that then called tools (not the answer)."""
+MODEL_FALLBACK = "model_fallback"
+"""Decision kind: the model asked for failed and another answered in its place."""
 _TOOL_CHOICE_NONE = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_NONE)
 _TOOL_CHOICE_REQUIRED = common_pb2.ToolChoice(mode=common_pb2.TOOL_CHOICE_MODE_REQUIRED)
 _TOOL_CHOICE_FINISH = common_pb2.ToolChoice(function_name=FINAL_ANSWER_TOOL)
@@ -203,6 +207,7 @@ async def _call(
         result, streamed = await ctx.unless_cancelled(_stream(state, ctx, params))
     else:
         result = await ctx.unless_cancelled(ctx.reasoner.step(params, ctx.timeout()))
+    say_fallbacks(ctx, result)
     if state.config.hooks:
         message, changed = await call_hooks(
             state.config.hooks, "post_reasoning", hook_context(state), result.message
@@ -217,6 +222,18 @@ async def _call(
         detail = f"llm_token events {first}-{last} (step {step}): text before tool calls"
         ctx.sink.decision(PLANNING_TEXT, detail)
     return result
+
+
+def say_fallbacks(ctx: RunContext, result: reasoner_pb2.StepResult) -> None:
+    """A `model_fallback` decision when another model answered in place of the one asked for."""
+    if result.fallbacks:
+        failed = "; ".join(f"{f.model!r} failed ({f.code}: {f.message})" for f in result.fallbacks)
+        ctx.sink.decision(MODEL_FALLBACK, f"{failed}; {result.answered_by!r} answered")
+
+
+def answered_by(result: reasoner_pb2.StepResult) -> list[str]:
+    """The model that answered a call, for the run's list of models (none from an older Reasoner)."""
+    return [result.answered_by] if result.answered_by else []
 
 
 def _plans(message: common_pb2.Message, tools_run: bool) -> bool:
@@ -254,10 +271,10 @@ async def agent(state: RunState, ctx: RunContext) -> Update:
             return update
     except RunCancelled:
         return Update(stop=True, stop_reason=StopReason.CANCELLED)
-    update = await _model_step(state, ctx)
+    update, asked = await _fitting(state, ctx)
     update.summary_stalled_at = compressed.summary_stalled_at
     if update.usage is not None and update.usage.prompt_tokens > 0 and update.llm_calls:
-        estimate = estimate_prompt(_prompt(state, ctx), _specs(state, ctx))
+        estimate = estimate_prompt(_prompt(asked, ctx), _specs(asked, ctx))
         update.calibration = Calibration(update.usage.prompt_tokens // update.llm_calls, estimate)
     last = update.messages[-1] if update.messages else None
     structured = state.config.output_schema is not None
@@ -265,6 +282,73 @@ async def agent(state: RunState, ctx: RunContext) -> Update:
         ctx.sink.decision("structured_output_missing", "plain-text answer; final_answer asked for again")
         update.steps, update.suggested_next_step, update.hint = 1, FINAL_ANSWER_TOOL, _ASK_FOR_FINAL_ANSWER
     return update
+
+
+async def _fitting(state: RunState, ctx: RunContext) -> tuple[Update, RunState]:
+    """The step's model call, and the state it was made from.
+
+    When the model refuses the prompt as longer than its context window
+    (CONTEXT_LENGTH_EXCEEDED, whatever the gateway's estimate said), context
+    compression answers with ONE summary of the older messages and ONE retry
+    of the step on the shorter conversation; the summary is kept in the thread
+    like any other. With compression off, without anything to summarize, or
+    when the retry is refused again, the run ends with an error that names
+    the model's context window.
+    """
+    try:
+        return await _model_step(state, ctx), state
+    except AgentloopError as exc:
+        if reason_of(exc) != Reason.CONTEXT_LENGTH_EXCEEDED:
+            raise
+        refused = exc
+    if state.config.context_budget_tokens <= 0:
+        raise _too_long(refused, "and context compression is off (AGENTLOOP_CONTEXT_BUDGET_TOKENS=0)")
+    ctx.sink.decision(
+        "context_length_exceeded",
+        f"the model refused the prompt as too long for its context window ({refused.message}); "
+        "older messages are summarized and the step is tried once more",
+    )
+    attempt = await summarize(state, ctx, state.calibration)
+    if attempt is None or attempt.message is None or attempt.result is None:
+        why = "no older messages to summarize" if attempt is None else "the summary could not be made"
+        raise _too_long(refused, f"and {why}")
+    shorter = dataclasses.replace(state, messages=[*state.messages, attempt.message])
+    try:
+        update = await _model_step(shorter, ctx)
+    except AgentloopError as exc:
+        if reason_of(exc) != Reason.CONTEXT_LENGTH_EXCEEDED:
+            raise
+        raise _too_long(exc, "even after older messages were summarized") from None
+    update.messages.insert(0, attempt.message)
+    update.llm_calls += 1
+    update.usage = _sum(attempt.result.usage, update.usage)
+    update.models = [*answered_by(attempt.result), *update.models]
+    return update, shorter
+
+
+def _too_long(refused: AgentloopError, why: str) -> AgentloopError:
+    """The run's error when a conversation does not fit the model's context window: the model's words kept."""
+    error = AgentloopError(
+        f"the conversation does not fit the model's context window {why}: {refused.message}",
+        reason=Reason.CONTEXT_LENGTH_EXCEEDED,
+    )
+    error.code = refused.code
+    return error
+
+
+def _sum(first: common_pb2.Usage, second: common_pb2.Usage | None) -> common_pb2.Usage:
+    total = common_pb2.Usage()
+    total.CopyFrom(first)
+    if second is not None:
+        for name in (
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+            "reasoning_tokens",
+            "cached_prompt_tokens",
+        ):
+            setattr(total, name, getattr(total, name) + getattr(second, name))
+    return total
 
 
 async def _compress(state: RunState, ctx: RunContext) -> Update:
@@ -288,7 +372,12 @@ async def _compress(state: RunState, ctx: RunContext) -> Update:
     if summary_due(state):
         attempt = await summarize(state, ctx, state.calibration)
         if attempt is not None and attempt.message is not None and attempt.result is not None:
-            return Update(messages=[attempt.message], llm_calls=1, usage=attempt.result.usage)
+            return Update(
+                messages=[attempt.message],
+                llm_calls=1,
+                usage=attempt.result.usage,
+                models=answered_by(attempt.result),
+            )
         stalled = attempt is not None
     update = Update(summary_stalled_at=len(state.messages) if stalled else None)
     if len(_prompt(state, ctx)) == len(_prompt(state, ctx, fit=False)):
@@ -305,7 +394,7 @@ async def _reply_text(state: RunState, ctx: RunContext) -> Update:
     params.messages.append(common_pb2.Message(role=common_pb2.ROLE_SYSTEM, content=_ASK_FOR_REPLY_TEXT))
     stream = state.config.stream_mode != agent_pb2.STREAM_MODE_NONE
     result = await _call(state, ctx, params, stream=stream)
-    return Update(messages=[_answer(result)], llm_calls=1, usage=result.usage)
+    return Update(messages=[_answer(result)], llm_calls=1, usage=result.usage, models=answered_by(result))
 
 
 def call_model_again(state: RunState) -> bool:
@@ -394,6 +483,7 @@ def _step_update(
         stop_reason=stop_reason,
         hint=clear,
         suggested_next_step=clear,
+        models=answered_by(result),
     )
 
 
@@ -507,4 +597,4 @@ async def _remember_session(state: RunState, ctx: RunContext, update: Update) ->
     text, result = learned
     await ctx.memories.add_memory(state.user_id, text)
     ctx.sink.decision("memory_stored", f"session: {text}")
-    update.llm_calls, update.usage = 1, result.usage
+    update.llm_calls, update.usage, update.models = 1, result.usage, answered_by(result)

@@ -32,6 +32,7 @@ from gateway.graph import END, START, run_graph
 from gateway.hooks import HookRegistry
 from gateway.journal import RunJournal, StoreUnavailable, describe_failure
 from gateway.live import LiveEvents
+from gateway.model_catalog import ModelCatalog
 from gateway.observe import traced_run
 from gateway.recovery import end_after_fault, end_unlaunchable, resumed_note
 from gateway.run_context import RunContext
@@ -86,6 +87,7 @@ class RunManager(RunStarts):
         self._deps = deps
         self._store = store
         self._catalog = ToolCatalog(deps.tools, settings.tools_cache_s)
+        self._models = ModelCatalog(deps.reasoner, settings.tools_cache_s)
         self.hooks = HookRegistry(settings.hook_modules, settings.hooks, settings.client_hooks)
         self.instance_id = settings.instance_id or default_instance_id()
         self._active: dict[str, ActiveRun] = {}

@@ -59,6 +59,7 @@ def to_record(
         approvals=state.approvals,
         calibration_prompt_tokens=state.calibration.prompt_tokens,
         calibration_estimate_tokens=state.calibration.estimate_tokens,
+        models_used=state.models_used,
     )
     if state.error is not None:
         record.error.code = state.error.code
@@ -88,6 +89,7 @@ def restore(
     state.stop_reason = StopReason(record.stop_reason) if record.stop_reason else None
     state.final_reply = record.final_reply
     state.tools_used = list(record.tools_used)
+    state.models_used = list(record.models_used)
     state.suggested_next_step = record.suggested_next_step
     state.hint = record.hint
     state.structured_output_json = record.structured_output_json
@@ -129,9 +131,9 @@ def _histories(
 def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2.RunMetadata:
     """seed 000's finalize metadata, of a live run or of a stored checkpoint (the same figures)."""
     if isinstance(source, checkpoint_pb2.CheckpointRecord):
-        tool_calls = source.tool_calls
+        tool_calls, models = source.tool_calls, list(source.models_used)
     else:
-        tool_calls = len(source.tool_call_history)
+        tool_calls, models = len(source.tool_call_history), source.models_used
     return agent_pb2.RunMetadata(
         steps_taken=source.current_step,
         tools_used=source.tools_used,
@@ -139,4 +141,5 @@ def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2
         llm_calls=source.llm_calls,
         usage=source.usage,
         tool_calls=tool_calls,
+        models=models,
     )

@@ -31,6 +31,7 @@ from gateway.events import RESERVE_BLOCK, EventSink
 from gateway.graph import START
 from gateway.hooks import HookRegistry
 from gateway.journal import with_store_retries
+from gateway.model_catalog import ModelCatalog
 from gateway.shares import RunShares
 from gateway.snapshot import initial_state
 from gateway.store.base import RequestReplayed, RunRow, RunStatus, Store, ThreadBusy
@@ -66,6 +67,7 @@ class RunStarts:
     _settings: GatewaySettings
     _store: Store
     _catalog: ToolCatalog
+    _models: ModelCatalog
     hooks: HookRegistry
     instance_id: str
     _active: dict[str, ActiveRun]
@@ -133,6 +135,7 @@ class RunStarts:
         config = run_config(options, self._settings, hooks=self.hooks)
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
+        await self._models.check(config.model, "options.model")
         thread_id = request.thread_id or new_thread_id(request.request_id)
         fresh_id = not request.thread_id and not request.request_id
         opened = await open_thread(self._store, request, thread_id, fresh_id=fresh_id)

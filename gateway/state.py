@@ -105,6 +105,8 @@ class Update:
     approvals: dict[str, agent_pb2.ApprovalDecision] | None = None
     recalled: list[str] | None = None
     calibration: Calibration | None = None
+    models: list[str] = field(default_factory=list)
+    """The models that answered this node's model calls (StepResult.answered_by)."""
     summary_stalled_at: int | None = None
 
 
@@ -157,6 +159,8 @@ class RunState:
     """Facts recalled from long-term memory for this run (None: not looked up yet)."""
     calibration: Calibration = field(default_factory=Calibration)
     """The newest model call's reported prompt size next to its estimate (context budgeting)."""
+    models_used: list[str] = field(default_factory=list)
+    """The models that answered this run's model calls, first-use order (more than one after a fallback)."""
     summary_stalled_at: int | None = None
     """Length of `messages` when a summary attempt of this run failed or left the prompt over the
     budget: the next attempt waits for a new crossing (gateway.compression.summary_due). Not
@@ -191,6 +195,9 @@ class RunState:
         for call in update.tool_calls:
             if call.name not in self.tools_used:
                 self.tools_used.append(call.name)
+        for model in update.models:
+            if model and model not in self.models_used:
+                self.models_used.append(model)
         self.current_step += update.steps
         self.llm_calls += update.llm_calls
         if update.usage is not None:

@@ -64,11 +64,13 @@ class MalformedAnswer(ValueError):
     """The endpoint's answer has a shape this reader cannot make sense of; the message says where."""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class EndpointError(Exception):
     """An error the endpoint reported inside a 200 answer (a stream's error chunk or event).
 
     `status` is the HTTP-like code it carried (0 when none), `code` its code string, if any.
+    Not frozen: raising sets an exception's traceback, which a frozen dataclass refuses when
+    the error leaves a context manager.
     """
 
     message: str

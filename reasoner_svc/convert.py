@@ -5,7 +5,9 @@ network. Reading the answers back is reasoner_svc.assembly's.
 
 Provider fields (what an endpoint sent beyond the standard shape, kept on the
 message and on each tool call) go back verbatim, merged into the message or
-call they came with; they never replace a standard key.
+call they came with; they never replace a standard key. What a Responses API
+endpoint kept on a message (`OUTPUT_FIELD`, reasoner_svc.responses_request) is
+that protocol's and is not sent to a chat-completions endpoint.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from agentloop.errors import InvalidArgument
 from agentloop.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.v1 import common_pb2, reasoner_pb2
 
+OUTPUT_FIELD = "responses_output"
+"""The provider field holding a Responses API turn's output items (read only by that protocol)."""
+
 _ROLE_NAMES = {
     common_pb2.ROLE_SYSTEM: "system",
     common_pb2.ROLE_USER: "user",
     common_pb2.ROLE_ASSISTANT: "assistant",
     common_pb2.ROLE_TOOL: "tool",
 }
-_TOOL_CHOICE_MODES = {
+TOOL_CHOICE_MODES = {
     common_pb2.TOOL_CHOICE_MODE_UNSPECIFIED: "auto",
     common_pb2.TOOL_CHOICE_MODE_AUTO: "auto",
     common_pb2.TOOL_CHOICE_MODE_REQUIRED: "required",
@@ -74,7 +79,7 @@ def message_to_openai(msg: common_pb2.Message, path: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1024)
-def _provider_fields(text: str) -> dict[str, Any]:
+def message_fields(text: str) -> dict[str, Any]:
     """Parse stored provider fields once: the gateway sends the same history every step."""
     value = loads_bounded(text, what="provider fields")
     if not isinstance(value, dict):
@@ -87,13 +92,14 @@ def _with_provider_fields(out: dict[str, Any], text: str, path: str) -> dict[str
     if not text:
         return out
     try:
-        fields = _provider_fields(text)
+        fields = message_fields(text)
     except JsonLimitError as exc:
         raise InvalidArgument(path, exc.problem) from None
     except ValueError as exc:
         raise InvalidArgument(path, f"is not a JSON object: {exc}") from None
     for key, value in fields.items():
-        out.setdefault(key, value)
+        if key != OUTPUT_FIELD:
+            out.setdefault(key, value)
     return out
 
 
@@ -121,8 +127,8 @@ def request_kwargs(params: reasoner_pb2.CompletionParams, default_model: str) ->
     }
     kwargs.update(_tool_kwargs(params))
     if params.response_format_json:
-        kwargs["response_format"] = _response_format(params.response_format_json)
-    kwargs.update(_sampling_kwargs(params))
+        kwargs["response_format"] = response_format(params.response_format_json)
+    kwargs.update(sampling_kwargs(params))
     return kwargs
 
 
@@ -146,13 +152,13 @@ def _tool_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
             "function": {"name": params.tool_choice.function_name},
         }
     elif choice == "mode":
-        kwargs["tool_choice"] = _TOOL_CHOICE_MODES[params.tool_choice.mode]
+        kwargs["tool_choice"] = TOOL_CHOICE_MODES[params.tool_choice.mode]
     if params.HasField("parallel_tool_calls"):
         kwargs["parallel_tool_calls"] = params.parallel_tool_calls
     return kwargs
 
 
-def _response_format(text: str) -> Any:
+def response_format(text: str) -> Any:
     """The response format's JSON, read within the size and depth bounds of any client JSON."""
     try:
         return loads_bounded(text, what="response_format")
@@ -162,7 +168,7 @@ def _response_format(text: str) -> Any:
         raise InvalidArgument("params.response_format_json", f"is not valid JSON: {exc}") from None
 
 
-def _sampling_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
+def sampling_kwargs(params: reasoner_pb2.CompletionParams) -> dict[str, Any]:
     """Temperature and token limit, checked here so a bad value is the caller's error, not the endpoint's."""
     kwargs: dict[str, Any] = {}
     if params.HasField("temperature"):

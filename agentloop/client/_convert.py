@@ -204,6 +204,7 @@ def final(f: agent_pb2.RunFinal, run_id: str, thread_id: str, sequence: int) -> 
         structured_output_json=(
             json.dumps(struct_to_dict(f.structured_output)) if f.HasField("structured_output") else ""
         ),
+        models=tuple(md.models),
     )
 
 

@@ -150,6 +150,8 @@ class Final(Event):
     usage: Usage
     messages: tuple[Message, ...]
     structured_output_json: str = ""
+    models: tuple[str, ...] = ()
+    """The models that answered the run's model calls, first-use order (more than one after a fallback)."""
 
     @property
     def structured_output(self) -> Any:

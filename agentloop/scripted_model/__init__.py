@@ -1,4 +1,4 @@
-"""A scripted, OpenAI-compatible chat-completions server for tests, demos and benchmarks.
+"""A scripted OpenAI-compatible server (chat completions, Responses API) for tests, demos and benchmarks.
 
 Point any OpenAI client at ``ScriptedModelServer.base_url`` to run an agent against a model whose
 every answer, tool call, delay and failure is decided in advance.

@@ -22,7 +22,7 @@ from agentloop.scripted_model.recording import Recording
 DEFAULT_FINAL_TEXT = "I have to stop here; this is what I found so far."
 """Said instead of a tool-calling turn when the request offers no tools (e.g. a forced final answer)."""
 
-FaultKind = Literal["status", "malformed_json", "broken_stream"]
+FaultKind = Literal["status", "malformed_json", "broken_stream", "stream_error"]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 
 
@@ -266,7 +266,7 @@ class Latency:
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """A failure injected into the next ``times`` chat-completion requests, server-wide, in order."""
+    """A failure injected into the next ``times`` model requests (either endpoint), server-wide, in order."""
 
     kind: FaultKind
     status: int = 500
@@ -278,7 +278,7 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"kind: expected one of {', '.join(FAULT_KINDS)}, got {self.kind!r}")
-        if self.kind == "status" and not 400 <= self.status <= 599:
+        if self.kind in ("status", "stream_error") and not 400 <= self.status <= 599:
             raise ValueError(f"status: expected an HTTP error status (400-599), got {self.status}")
         if self.times < 1:
             raise ValueError(f"times: expected at least 1, got {self.times}")

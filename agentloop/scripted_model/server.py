@@ -1,4 +1,4 @@
-"""An OpenAI-compatible HTTP server that answers chat completions from a script.
+"""An OpenAI-compatible HTTP server that answers chat completions and Responses API calls from a script.
 
 It speaks the real wire protocol (JSON and SSE over HTTP), so whatever sits in front of it, the
 official ``openai`` client included, is exercised end to end without a real model: agent loops
@@ -21,6 +21,15 @@ from typing import Any
 from aiohttp import web
 
 from agentloop.scripted_model.recording import Recording
+from agentloop.scripted_model.responses_wire import (
+    ENCRYPTED_REASONING,
+    Issued,
+    ResponseWriter,
+    error_event,
+    input_problem,
+    messages_from_input,
+    reasoning_problem,
+)
 from agentloop.scripted_model.script import Fault, Latency, Script, Turn
 from agentloop.scripted_model.wire import (
     DONE,
@@ -44,6 +53,8 @@ _HOP_HEADERS = frozenset(
     {"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"}
 )
 _TRUNCATED = Turn(content="This answer is cut off before")
+_MAX_ISSUED = 65536
+"""Reasoning items remembered for checking follow-ups; the oldest are forgotten past this many."""
 
 
 def _error(
@@ -67,12 +78,18 @@ _FAULT_ERRORS: dict[int, tuple[str, str | None, str]] = {
 }
 
 
-def _status_fault(fault: Fault) -> web.Response:
-    """The error a real provider would send for ``fault.status``, so clients classify it the same way."""
+def _fault_error(fault: Fault) -> tuple[str, str | None, str]:
+    """(type, code, message) a real provider sends with ``fault.status``."""
     family = 500 if fault.status >= 500 else fault.status
     default = ("invalid_request_error", None, f"HTTP {fault.status} (scripted fault).")
     error_type, code, message = _FAULT_ERRORS.get(family, default)
-    return _error(fault.status, fault.message or message, error_type, code=code)
+    return error_type, code, fault.message or message
+
+
+def _status_fault(fault: Fault) -> web.Response:
+    """The error a real provider would send for ``fault.status``, so clients classify it the same way."""
+    error_type, code, message = _fault_error(fault)
+    return _error(fault.status, message, error_type, code=code)
 
 
 def request_problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -121,6 +138,9 @@ class ScriptedModelServer:
         self._faults: deque[Fault] = deque()
         self.set_script(script if script is not None else Script())
         self._ids = itertools.count(1)
+        self._issued: dict[str, Issued] = {}
+        """Item ids of Responses answers made with reasoning (and the reasoning items' own): what a
+        follow-up must send back with them."""
         self._runner: web.AppRunner | None = None
         self._host = "127.0.0.1"
         self._port: int | None = None
@@ -198,6 +218,7 @@ class ScriptedModelServer:
     def _make_app(self) -> web.Application:
         app = web.Application(client_max_size=_MAX_BODY)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/_script", self._get_script)
@@ -213,17 +234,9 @@ class ScriptedModelServer:
         return _error(401, "Incorrect API key provided.", code="invalid_api_key")
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
-        denied = self._unauthorized(request)
-        if denied is not None:
-            return denied
-        try:
-            body = json.loads(await request.read())
-        except ValueError:
-            return _error(400, "We could not parse the JSON body of your request.")
-        if not isinstance(body, dict):
-            return _error(400, "The request body must be a JSON object.")
-        if self._record:
-            self.requests.append(body)
+        body = await self._body(request)
+        if isinstance(body, web.Response):
+            return body
         stream = body.get("stream") is True
         if self._faults:
             return await self._inject(self._faults.popleft(), request, stream)
@@ -264,6 +277,71 @@ class ScriptedModelServer:
             turn, pieces, completion_id=completion_id, created=created, model=model, prompt=prompt
         )
         return web.Response(body=payload, content_type=_JSON)
+
+    async def _body(self, request: web.Request) -> dict[str, Any] | web.Response:
+        """The request's JSON object (recorded), or the error answering a request that has none."""
+        denied = self._unauthorized(request)
+        if denied is not None:
+            return denied
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            return _error(400, "We could not parse the JSON body of your request.")
+        if not isinstance(body, dict):
+            return _error(400, "The request body must be a JSON object.")
+        if self._record:
+            self.requests.append(body)
+        return body
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/responses``: the script's turn as OpenAI's Responses API answers it."""
+        body = await self._body(request)
+        if isinstance(body, web.Response):
+            return body
+        stream = body.get("stream") is True
+        if self._faults:
+            return await self._inject(self._faults.popleft(), request, stream, responses=True)
+        problem = input_problem(body)
+        if problem is not None:
+            param, message = problem
+            return _error(400, message, param=param)
+        refused = reasoning_problem(body["input"], body.get("store") is not False, self._issued)
+        if refused is not None:
+            return _error(400, refused, param="input")
+        script = self._script
+        messages = messages_from_input(body["input"])
+        tools_offered = bool(body.get("tools")) and body.get("tool_choice") != "none"
+        turn = script.select(messages, tools_offered)
+        prompt = prompt_tokens(messages)
+        self.prompt_sizes.append(prompt)
+        if turn.replay is not None:
+            return await self._replay(request, turn.replay, script.latency)
+        pieces = Pieces.of(turn)
+        model = body.get("model")
+        include = body.get("include")
+        writer = ResponseWriter(
+            turn,
+            pieces,
+            n=next(self._ids),
+            created=int(time.time()),
+            model=model if isinstance(model, str) and model else MODEL_ID,
+            prompt=prompt,
+            encrypted=isinstance(include, list) and ENCRYPTED_REASONING in include,
+        )
+        self._remember(writer.issued())
+        if stream:
+            return await self._stream(request, writer.events(), script.latency)
+        if not script.latency.is_zero:
+            await asyncio.sleep(script.latency.seconds_for(pieces.completion_tokens))
+        return web.Response(body=writer.body(), content_type=_JSON)
+
+    def _remember(self, issued: Issued) -> None:
+        if not issued.reasoning_id:
+            return
+        for item_id in (issued.reasoning_id, *issued.made_with):
+            self._issued[item_id] = issued
+        while len(self._issued) > _MAX_ISSUED:
+            del self._issued[next(iter(self._issued))]
 
     async def _stream(
         self, request: web.Request, events: StreamEvents, latency: Latency
@@ -324,8 +402,10 @@ class ScriptedModelServer:
             pass
         return response
 
-    async def _inject(self, fault: Fault, request: web.Request, stream: bool) -> web.StreamResponse:
-        if fault.kind == "status":
+    async def _inject(
+        self, fault: Fault, request: web.Request, stream: bool, *, responses: bool = False
+    ) -> web.StreamResponse:
+        if fault.kind == "status" or (fault.kind == "stream_error" and not stream):
             return _status_fault(fault)
         if fault.kind == "malformed_json" and not stream:
             return web.Response(body=b'{"id": "chatcmpl-malformed", "choices": [', content_type=_JSON)
@@ -338,18 +418,21 @@ class ScriptedModelServer:
         try:
             await response.prepare(request)
             if fault.kind == "malformed_json":
-                await response.write(b"data: {this is not json\n\n" + DONE)
+                await response.write(b"data: {this is not json\n\n" + (b"" if responses else DONE))
                 await response.write_eof()
                 return response
-            partial = stream_events(
-                _TRUNCATED,
-                Pieces.of(_TRUNCATED),
-                completion_id=f"chatcmpl-scripted-{next(self._ids)}",
-                created=int(time.time()),
-                model=MODEL_ID,
-                prompt=0,
-                include_usage=False,
-            )
+            partial = self._partial(responses)
+            if fault.kind == "stream_error":
+                # The error arrives as an event of a 200 stream, after the answer started.
+                error_type, code, message = _fault_error(fault)
+                if responses:
+                    failure = error_event(code or error_type, message)
+                else:
+                    error = {"message": message, "type": error_type, "code": code or fault.status}
+                    failure = f"data: {json.dumps({'error': error})}\n\n".encode()
+                await response.write(partial.head + failure)
+                await response.write_eof()
+                return response
             await response.write(partial.head + partial.tokens[0])
             # Closing mid-body leaves the chunked encoding unterminated and no [DONE]: the client
             # sees a truncated stream, exactly as when a provider drops the connection.
@@ -358,6 +441,23 @@ class ScriptedModelServer:
         except ConnectionResetError:
             pass
         return response
+
+    def _partial(self, responses: bool) -> StreamEvents:
+        """The events of an answer that a fault cuts short."""
+        if responses:
+            writer = ResponseWriter(
+                _TRUNCATED, Pieces.of(_TRUNCATED), next(self._ids), int(time.time()), MODEL_ID, 0, False
+            )
+            return writer.events()
+        return stream_events(
+            _TRUNCATED,
+            Pieces.of(_TRUNCATED),
+            completion_id=f"chatcmpl-scripted-{next(self._ids)}",
+            created=int(time.time()),
+            model=MODEL_ID,
+            prompt=0,
+            include_usage=False,
+        )
 
     async def _models(self, request: web.Request) -> web.Response:
         denied = self._unauthorized(request)

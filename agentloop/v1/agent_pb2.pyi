@@ -193,6 +193,14 @@ class _DecisionKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Decision
     """Text the model streamed turned out to precede tool calls (planning, not
     the answer): a client showing tokens may set it apart.
     """
+    DECISION_KIND_MODEL_FALLBACK: _DecisionKind.ValueType  # 16
+    """The model asked for failed and another answered in its place (its
+    fallback); the detail names both and why the first failed.
+    """
+    DECISION_KIND_CONTEXT_LENGTH_EXCEEDED: _DecisionKind.ValueType  # 17
+    """The model refused the prompt as longer than its context window: older
+    messages were summarized and the step is tried once more.
+    """
 
 class DecisionKind(_DecisionKind, metaclass=_DecisionKindEnumTypeWrapper):
     """The kinds of judgement a Decision event reports. New kinds may be added;
@@ -232,6 +240,14 @@ DECISION_KIND_RESUMED: DecisionKind.ValueType  # 14
 DECISION_KIND_PLANNING_TEXT: DecisionKind.ValueType  # 15
 """Text the model streamed turned out to precede tool calls (planning, not
 the answer): a client showing tokens may set it apart.
+"""
+DECISION_KIND_MODEL_FALLBACK: DecisionKind.ValueType  # 16
+"""The model asked for failed and another answered in its place (its
+fallback); the detail names both and why the first failed.
+"""
+DECISION_KIND_CONTEXT_LENGTH_EXCEEDED: DecisionKind.ValueType  # 17
+"""The model refused the prompt as longer than its context window: older
+messages were summarized and the step is tried once more.
 """
 Global___DecisionKind: _TypeAlias = DecisionKind  # noqa: Y015
 
@@ -757,6 +773,7 @@ class RunMetadata(_message.Message):
     LLM_CALLS_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
     TOOL_CALLS_FIELD_NUMBER: _builtins.int
+    MODELS_FIELD_NUMBER: _builtins.int
     steps_taken: _builtins.int
     """Tool rounds executed."""
     stop_reason: Global___StopReason.ValueType
@@ -773,6 +790,13 @@ class RunMetadata(_message.Message):
     def usage(self) -> _common_pb2.Usage:
         """Token usage summed over all model calls."""
 
+    @_builtins.property
+    def models(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Names of the Reasoner's models that answered this run's model calls, in
+        first-use order, without repeats: more than one when a fallback answered
+        (see DECISION_KIND_MODEL_FALLBACK).
+        """
+
     def __init__(
         self,
         *,
@@ -782,10 +806,11 @@ class RunMetadata(_message.Message):
         llm_calls: _builtins.int = ...,
         usage: _common_pb2.Usage | None = ...,
         tool_calls: _builtins.int = ...,
+        models: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["llm_calls", b"llm_calls", "steps_taken", b"steps_taken", "stop_reason", b"stop_reason", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["llm_calls", b"llm_calls", "models", b"models", "steps_taken", b"steps_taken", "stop_reason", b"stop_reason", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -26,7 +26,7 @@ from agentloop.v1 import common_pb2 as agentloop_dot_v1_dot_common__pb2
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61gentloop/v1/reasoner.proto\x12\x0c\x61gentloop.v1\x1a\x19\x61gentloop/v1/common.proto\x1a\x1fgoogle/api/field_behavior.proto\"\xcf\x02\n\x10\x43ompletionParams\x12\r\n\x05model\x18\x01 \x01(\t\x12,\n\x08messages\x18\x02 \x03(\x0b\x32\x15.agentloop.v1.MessageB\x03\xe0\x41\x02\x12%\n\x05tools\x18\x03 \x03(\x0b\x32\x16.agentloop.v1.ToolSpec\x12-\n\x0btool_choice\x18\x04 \x01(\x0b\x32\x18.agentloop.v1.ToolChoice\x12\x1c\n\x14response_format_json\x18\x05 \x01(\t\x12\x18\n\x0btemperature\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12 \n\x13parallel_tool_calls\x18\x08 \x01(\x08H\x02\x88\x01\x01\x42\x0e\n\x0c_temperatureB\r\n\x0b_max_tokensB\x16\n\x14_parallel_tool_calls\"~\n\nStepResult\x12&\n\x07message\x18\x01 \x01(\x0b\x32\x15.agentloop.v1.Message\x12\x15\n\rfinish_reason\x18\x02 \x01(\t\x12\"\n\x05usage\x18\x03 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\r\n\x05model\x18\x04 \x01(\t\"B\n\x0bStepRequest\x12\x33\n\x06params\x18\x01 \x01(\x0b\x32\x1e.agentloop.v1.CompletionParamsB\x03\xe0\x41\x02\"8\n\x0cStepResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.agentloop.v1.StepResult\"H\n\x11StreamStepRequest\x12\x33\n\x06params\x18\x01 \x01(\x0b\x32\x1e.agentloop.v1.CompletionParamsB\x03\xe0\x41\x02\"u\n\x12StreamStepResponse\x12\x0f\n\x05token\x18\x01 \x01(\tH\x00\x12\x19\n\x0freasoning_token\x18\x02 \x01(\tH\x00\x12*\n\x06result\x18\x03 \x01(\x0b\x32\x18.agentloop.v1.StepResultH\x00\x42\x07\n\x05\x65vent2\x9c\x01\n\x08Reasoner\x12=\n\x04Step\x12\x19.agentloop.v1.StepRequest\x1a\x1a.agentloop.v1.StepResponse\x12Q\n\nStreamStep\x12\x1f.agentloop.v1.StreamStepRequest\x1a .agentloop.v1.StreamStepResponse0\x01\x42\x91\x01\n\x10\x64\x65v.agentloop.v1B\rReasonerProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61gentloop/v1/reasoner.proto\x12\x0c\x61gentloop.v1\x1a\x19\x61gentloop/v1/common.proto\x1a\x1fgoogle/api/field_behavior.proto\"\xcf\x02\n\x10\x43ompletionParams\x12\r\n\x05model\x18\x01 \x01(\t\x12,\n\x08messages\x18\x02 \x03(\x0b\x32\x15.agentloop.v1.MessageB\x03\xe0\x41\x02\x12%\n\x05tools\x18\x03 \x03(\x0b\x32\x16.agentloop.v1.ToolSpec\x12-\n\x0btool_choice\x18\x04 \x01(\x0b\x32\x18.agentloop.v1.ToolChoice\x12\x1c\n\x14response_format_json\x18\x05 \x01(\t\x12\x18\n\x0btemperature\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nmax_tokens\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12 \n\x13parallel_tool_calls\x18\x08 \x01(\x08H\x02\x88\x01\x01\x42\x0e\n\x0c_temperatureB\r\n\x0b_max_tokensB\x16\n\x14_parallel_tool_calls\"\xc3\x01\n\nStepResult\x12&\n\x07message\x18\x01 \x01(\x0b\x32\x15.agentloop.v1.Message\x12\x15\n\rfinish_reason\x18\x02 \x01(\t\x12\"\n\x05usage\x18\x03 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\r\n\x05model\x18\x04 \x01(\t\x12\x13\n\x0b\x61nswered_by\x18\x05 \x01(\t\x12.\n\tfallbacks\x18\x06 \x03(\x0b\x32\x1b.agentloop.v1.ModelFallback\"=\n\rModelFallback\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"\x13\n\x11ListModelsRequest\"f\n\x12ListModelsResponse\x12\'\n\x06models\x18\x01 \x03(\x0b\x32\x17.agentloop.v1.ModelInfo\x12\x15\n\rdefault_model\x18\x02 \x01(\t\x12\x10\n\x08\x61ny_name\x18\x03 \x01(\x08\"=\n\tModelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x10\n\x08\x66\x61llback\x18\x03 \x03(\t\"B\n\x0bStepRequest\x12\x33\n\x06params\x18\x01 \x01(\x0b\x32\x1e.agentloop.v1.CompletionParamsB\x03\xe0\x41\x02\"8\n\x0cStepResponse\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.agentloop.v1.StepResult\"H\n\x11StreamStepRequest\x12\x33\n\x06params\x18\x01 \x01(\x0b\x32\x1e.agentloop.v1.CompletionParamsB\x03\xe0\x41\x02\"u\n\x12StreamStepResponse\x12\x0f\n\x05token\x18\x01 \x01(\tH\x00\x12\x19\n\x0freasoning_token\x18\x02 \x01(\tH\x00\x12*\n\x06result\x18\x03 \x01(\x0b\x32\x18.agentloop.v1.StepResultH\x00\x42\x07\n\x05\x65vent2\xed\x01\n\x08Reasoner\x12=\n\x04Step\x12\x19.agentloop.v1.StepRequest\x1a\x1a.agentloop.v1.StepResponse\x12Q\n\nStreamStep\x12\x1f.agentloop.v1.StreamStepRequest\x1a .agentloop.v1.StreamStepResponse0\x01\x12O\n\nListModels\x12\x1f.agentloop.v1.ListModelsRequest\x1a .agentloop.v1.ListModelsResponseB\x91\x01\n\x10\x64\x65v.agentloop.v1B\rReasonerProtoP\x01Z>github.com/agentloop/agentloop/gen/go/agentloop/v1;agentloopv1\xaa\x02\x0c\x41gentloop.V1\xca\x02\x0c\x41gentloop\\V1\xea\x02\rAgentloop::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,16 +42,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STREAMSTEPREQUEST'].fields_by_name['params']._serialized_options = b'\340A\002'
   _globals['_COMPLETIONPARAMS']._serialized_start=106
   _globals['_COMPLETIONPARAMS']._serialized_end=441
-  _globals['_STEPRESULT']._serialized_start=443
-  _globals['_STEPRESULT']._serialized_end=569
-  _globals['_STEPREQUEST']._serialized_start=571
-  _globals['_STEPREQUEST']._serialized_end=637
-  _globals['_STEPRESPONSE']._serialized_start=639
-  _globals['_STEPRESPONSE']._serialized_end=695
-  _globals['_STREAMSTEPREQUEST']._serialized_start=697
-  _globals['_STREAMSTEPREQUEST']._serialized_end=769
-  _globals['_STREAMSTEPRESPONSE']._serialized_start=771
-  _globals['_STREAMSTEPRESPONSE']._serialized_end=888
-  _globals['_REASONER']._serialized_start=891
-  _globals['_REASONER']._serialized_end=1047
+  _globals['_STEPRESULT']._serialized_start=444
+  _globals['_STEPRESULT']._serialized_end=639
+  _globals['_MODELFALLBACK']._serialized_start=641
+  _globals['_MODELFALLBACK']._serialized_end=702
+  _globals['_LISTMODELSREQUEST']._serialized_start=704
+  _globals['_LISTMODELSREQUEST']._serialized_end=723
+  _globals['_LISTMODELSRESPONSE']._serialized_start=725
+  _globals['_LISTMODELSRESPONSE']._serialized_end=827
+  _globals['_MODELINFO']._serialized_start=829
+  _globals['_MODELINFO']._serialized_end=890
+  _globals['_STEPREQUEST']._serialized_start=892
+  _globals['_STEPREQUEST']._serialized_end=958
+  _globals['_STEPRESPONSE']._serialized_start=960
+  _globals['_STEPRESPONSE']._serialized_end=1016
+  _globals['_STREAMSTEPREQUEST']._serialized_start=1018
+  _globals['_STREAMSTEPREQUEST']._serialized_end=1090
+  _globals['_STREAMSTEPRESPONSE']._serialized_start=1092
+  _globals['_STREAMSTEPRESPONSE']._serialized_end=1209
+  _globals['_REASONER']._serialized_start=1212
+  _globals['_REASONER']._serialized_end=1449
 # @@protoc_insertion_point(module_scope)

@@ -45,6 +45,11 @@ class ReasonerStub:
                 request_serializer=agentloop_dot_v1_dot_reasoner__pb2.StreamStepRequest.SerializeToString,
                 response_deserializer=agentloop_dot_v1_dot_reasoner__pb2.StreamStepResponse.FromString,
                 _registered_method=True)
+        self.ListModels = channel.unary_unary(
+                '/agentloop.v1.Reasoner/ListModels',
+                request_serializer=agentloop_dot_v1_dot_reasoner__pb2.ListModelsRequest.SerializeToString,
+                response_deserializer=agentloop_dot_v1_dot_reasoner__pb2.ListModelsResponse.FromString,
+                _registered_method=True)
 
 
 class ReasonerServicer:
@@ -79,6 +84,15 @@ class ReasonerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListModels(self, request, context):
+        """Lists the models this Reasoner serves by name (CompletionParams.model):
+        the gateway reads it to refuse a run naming an unknown model before any
+        model call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReasonerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -91,6 +105,11 @@ def add_ReasonerServicer_to_server(servicer, server):
                     servicer.StreamStep,
                     request_deserializer=agentloop_dot_v1_dot_reasoner__pb2.StreamStepRequest.FromString,
                     response_serializer=agentloop_dot_v1_dot_reasoner__pb2.StreamStepResponse.SerializeToString,
+            ),
+            'ListModels': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModels,
+                    request_deserializer=agentloop_dot_v1_dot_reasoner__pb2.ListModelsRequest.FromString,
+                    response_serializer=agentloop_dot_v1_dot_reasoner__pb2.ListModelsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -148,6 +167,33 @@ class Reasoner:
             '/agentloop.v1.Reasoner/StreamStep',
             agentloop_dot_v1_dot_reasoner__pb2.StreamStepRequest.SerializeToString,
             agentloop_dot_v1_dot_reasoner__pb2.StreamStepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListModels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentloop.v1.Reasoner/ListModels',
+            agentloop_dot_v1_dot_reasoner__pb2.ListModelsRequest.SerializeToString,
+            agentloop_dot_v1_dot_reasoner__pb2.ListModelsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -96,10 +96,17 @@ async def started_slow_run(agent: agent_pb2_grpc.AgentStub, thread_id: str) -> s
 
 
 @pytest.fixture
-async def two_gateways(database_url: str) -> AsyncIterator[tuple[Stack, Gateway]]:
-    """The stack's gateway, and a second one on the same database admitting one run at a time."""
+async def two_gateways(database_url: str, tmp_path: Path) -> AsyncIterator[tuple[Stack, Gateway]]:
+    """The stack's gateway, and a second one on the same database admitting one run at a time.
+
+    The Reasoner serves its models by name (a models file), so an unknown one is refused.
+    """
     registry, _ = make_registry()
-    stack = await start_stack(SCRIPT, registry, database_url=database_url)
+    models = tmp_path / "models.json"
+    models.write_text('{"models": {"other": {}}}')
+    stack = await start_stack(
+        SCRIPT, registry, database_url=database_url, reasoner_overrides={"models_file": str(models)}
+    )
     settings = dataclasses.replace(
         GatewaySettings(),
         port=0,
@@ -248,6 +255,14 @@ async def test_every_documented_reason_is_sent_as_documented(
     stack.model.set_script(dataclasses.replace(SCRIPT, faults=(Fault("malformed_json", times=5),)))
     saw(await failure(lambda: stack.reasoner_stub.Step(step)), "MODEL_ANSWER_MALFORMED")
     stack.model.set_script(SCRIPT)
+
+    # A model neither the gateway (at the request) nor the Reasoner serves.
+    unknown = agent_pb2.InvokeRequest(
+        input="hello", user_id="ana", options=agent_pb2.RunOptions(model="nope")
+    )
+    saw(await failure(lambda: agent.Invoke(unknown)), "UNKNOWN_MODEL")
+    step.params.model = "nope"
+    saw(await failure(lambda: stack.reasoner_stub.Step(step)), "UNKNOWN_MODEL")
 
     for run_id, stub in ((busy_here, agent), (busy_there, elsewhere)):
         await stub.Cancel(agent_pb2.CancelRequest(run_id=run_id, user_id="ana"), timeout=15)

@@ -48,10 +48,10 @@ class Model:
     stub: reasoner_pb2_grpc.ReasonerStub
 
 
-async def _reasoner(items: list[Fixture], think_tags: str) -> AsyncIterator[Model]:
+async def _reasoner(items: list[Fixture], think_tags: str, protocol: str = "chat") -> AsyncIterator[Model]:
     async with ScriptedModelServer(_script(items)) as server:
         settings = dataclasses.replace(
-            ReasonerSettings(), port=0, base_url=server.base_url, think_tags=think_tags
+            ReasonerSettings(), port=0, base_url=server.base_url, think_tags=think_tags, protocol=protocol
         )
         reasoner = await create_server(settings)
         async with reasoner, grpc.aio.insecure_channel(f"127.0.0.1:{reasoner.port}") as channel:
@@ -81,9 +81,12 @@ async def _step(model: Model, fixture: Fixture) -> reasoner_pb2.StepResult:
     return result
 
 
-@pytest.mark.parametrize("fixture", answers(), ids=lambda f: f.name)
+EVERY_ANSWER = answers() + answers("responses")
+
+
+@pytest.mark.parametrize("fixture", EVERY_ANSWER, ids=lambda f: f.name)
 async def test_reasoner_reads_each_recorded_answer_exactly(fixture: Fixture) -> None:
-    async for model in _reasoner([fixture], fixture.think_tags):
+    async for model in _reasoner([fixture], fixture.think_tags, fixture.protocol):
         result = await _step(model, fixture)
         expect = fixture.expect
         assert result.message.content == expect["content"]
@@ -91,18 +94,23 @@ async def test_reasoner_reads_each_recorded_answer_exactly(fixture: Fixture) -> 
         assert calls_of(result.message) == expect["tool_calls"]
         assert (result.finish_reason, result.model) == (expect["finish_reason"], expect["model"])
         assert {k: getattr(result.usage, k) for k in expect["usage"]} == expect["usage"]
-        fields = result.message.provider_fields_json
-        assert (json.loads(fields) if fields else None) == expect.get("provider_fields")
+        fields = json.loads(result.message.provider_fields_json or "{}")
+        if fixture.protocol == "responses":
+            kept = fields.get("responses_output", [])
+            assert [[i["type"], i.get("id", "")] for i in kept] == expect.get("output_items", [])
+        else:
+            assert (fields or None) == expect.get("provider_fields")
+        assert result.answered_by == "scripted"
         assert model.server.request_count == 1
 
 
-@pytest.mark.parametrize("fixture", failures(), ids=lambda f: f.name)
+@pytest.mark.parametrize("fixture", failures() + failures("responses"), ids=lambda f: f.name)
 async def test_reasoner_answers_each_recorded_error_with_its_status_and_the_providers_words(
     fixture: Fixture,
 ) -> None:
     expect = fixture.expect_error
     assert expect is not None
-    async for model in _reasoner([fixture], "off"):
+    async for model in _reasoner([fixture], "off", fixture.protocol):
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await _step(model, fixture)
         error = info.value
@@ -202,6 +210,81 @@ async def test_gateway_runs_every_recorded_answer_and_sends_the_providers_fields
             assert (
                 json.loads(stored.provider_fields_json) if stored.provider_fields_json else None
             ) == expect.get("provider_fields"), fixture.name
+
+
+RESPONSES_ANSWERS = answers("responses")
+
+
+def _turn_items(fixture: Fixture) -> list[dict[str, Any]]:
+    """The input items that must carry the recorded turn back: its reasoning verbatim, in place."""
+    expect = fixture.expect
+    if expect.get("output_items"):
+        held = fixture.completed_output()
+        return [held[item_id] for _, item_id in expect["output_items"]]
+    items: list[dict[str, Any]] = []
+    if expect["content"]:
+        items.append({"role": "assistant", "content": expect["content"]})
+    for call in expect["tool_calls"]:
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call["id"],
+                "name": call["name"],
+                "arguments": call["arguments_json"],
+            }
+        )
+    return items
+
+
+def _assistant_items(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first assistant turn's items in a Responses request (after the first user message)."""
+    items = request["input"]
+    start = next(i for i, item in enumerate(items) if item.get("role") == "user") + 1
+    end = start
+    while (
+        end < len(items)
+        and items[end].get("type") != "function_call_output"
+        and items[end].get("role") != "user"
+    ):
+        end += 1
+    return list(items[start:end])
+
+
+async def test_gateway_runs_every_recorded_responses_stream_and_sends_the_reasoning_back(
+    database_url: str,
+) -> None:
+    overrides = {"protocol": "responses"}
+    async with running_stack(
+        _script(RESPONSES_ANSWERS), database_url=database_url, reasoner_overrides=overrides
+    ) as stack:
+        for fixture in RESPONSES_ANSWERS:
+            expect = fixture.expect
+            stack.model.clear_requests()
+            events = await stack.run(fixture.name, stream_mode=agent_pb2.STREAM_MODE_ALL_STEPS)
+            final = final_of(events)
+            started = [e.tool_start for e in events if e.WhichOneof("event") == "tool_start"]
+            assert [(s.tool_call_id, s.name) for s in started] == [
+                (c["id"], c["name"]) for c in expect["tool_calls"]
+            ], fixture.name
+            tokens = [
+                e.llm_token for e in events if e.WhichOneof("event") == "llm_token" and e.llm_token.step == 0
+            ]
+            assert "".join(t.reasoning_token for t in tokens) == expect["reasoning"], fixture.name
+            assert "".join(t.token for t in tokens) == expect["content"], fixture.name
+            assert final.final_reply == ("Done." if expect["tool_calls"] else expect["content"]), fixture.name
+            assert final.metadata.usage.reasoning_tokens == expect["usage"]["reasoning_tokens"], fixture.name
+            assert list(final.metadata.models) == ["scripted"], fixture.name
+            if expect["tool_calls"]:
+                # The follow-up carries the turn back: reasoning items verbatim, with nothing stored.
+                follow_up = stack.model.requests[1]
+                assert (follow_up["store"], follow_up["include"]) == (False, ["reasoning.encrypted_content"])
+                assert _assistant_items(follow_up) == _turn_items(fixture), fixture.name
+            # A next run on the thread rebuilds the turn from the store and sends it back the same.
+            stack.model.clear_requests()
+            await stack.run(
+                fixture.name, thread_id=events[0].thread_id, stream_mode=agent_pb2.STREAM_MODE_NONE
+            )
+            assert _assistant_items(stack.model.requests[0]) == _turn_items(fixture), fixture.name
 
 
 def test_the_corpus_spans_enough_servers_and_shapes() -> None:

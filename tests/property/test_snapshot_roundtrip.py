@@ -113,6 +113,8 @@ def run_states(draw: st.DrawFn) -> tuple[RunState, dict[str, common_pb2.ToolResu
     state.approvals = draw(decisions())
     state.recalled = draw(st.none() | st.lists(TEXT, max_size=4))
     state.calibration = Calibration(draw(COUNT), draw(COUNT))
+    models = st.sampled_from(["primary", "backup", "local"])
+    state.models_used = draw(st.lists(models, unique=True, max_size=3))
     return state, recorded
 
 

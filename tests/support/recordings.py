@@ -26,6 +26,11 @@ class Fixture:
         return bool(self.entry["streamed"])
 
     @property
+    def protocol(self) -> str:
+        """The protocol the answer was given in: "chat" (completions) or "responses"."""
+        return str(self.entry.get("protocol", "chat"))
+
+    @property
     def think_tags(self) -> str:
         return str(self.entry.get("think_tags", "off"))
 
@@ -39,7 +44,10 @@ class Fixture:
         return dict(found) if found is not None else None
 
     def events(self) -> list[Any]:
-        """The JSON of each SSE ``data:`` line before ``[DONE]`` (comments and event names skipped)."""
+        """The JSON of each SSE ``data:`` line before ``[DONE]`` (comments and event names skipped).
+
+        A Responses API stream's events each carry their type in the data too, so this reads both.
+        """
         chunks = []
         for event in self.recording.events():
             for line in event.decode().splitlines():
@@ -49,6 +57,11 @@ class Fixture:
                         return chunks
                     chunks.append(json.loads(data))
         return chunks
+
+    def completed_output(self) -> dict[str, Any]:
+        """A Responses stream's output items as its response.completed event holds them, by id."""
+        completed = next(e for e in self.events() if e.get("type") == "response.completed")
+        return {item["id"]: item for item in completed["response"]["output"]}
 
 
 def fixtures() -> list[Fixture]:
@@ -60,14 +73,14 @@ def fixtures() -> list[Fixture]:
     ]
 
 
-def answers() -> list[Fixture]:
-    """The recordings of successful answers."""
-    return [f for f in fixtures() if f.expect_error is None]
+def answers(protocol: str = "chat") -> list[Fixture]:
+    """The recordings of successful answers in `protocol`."""
+    return [f for f in fixtures() if f.expect_error is None and f.protocol == protocol]
 
 
-def failures() -> list[Fixture]:
-    """The recordings of errors (an HTTP error status, or an error inside a stream)."""
-    return [f for f in fixtures() if f.expect_error is not None]
+def failures(protocol: str = "chat") -> list[Fixture]:
+    """The recordings of errors (an HTTP error status, or an error inside a stream) in `protocol`."""
+    return [f for f in fixtures() if f.expect_error is not None and f.protocol == protocol]
 
 
 def calls_of(message: common_pb2.Message) -> list[dict[str, Any]]:

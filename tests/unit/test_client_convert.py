@@ -77,3 +77,11 @@ def test_run_options_take_named_fields_and_refuse_an_unknown_stream_mode() -> No
     assert struct_to_dict(options.output_schema) == {"type": "object"}
     with pytest.raises(ValueError, match=r"^stream: "):
         _convert.run_options(stream="sometimes")
+
+
+def test_the_final_event_says_which_models_answered() -> None:
+    wire = agent_pb2.RunEvent(run_id="r", thread_id="t", sequence=9)
+    wire.final.metadata.models.extend(["primary", "backup"])
+    event = _convert.event(agent_pb2.RunResponse(event=wire))
+    assert isinstance(event, ev.Final)
+    assert event.models == ("primary", "backup")

@@ -26,7 +26,7 @@ from agentloop.v1 import agent_pb2 as agentloop_dot_v1_dot_agent__pb2
 from agentloop.v1 import common_pb2 as agentloop_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&agentloop/internal/v1/checkpoint.proto\x12\x15\x61gentloop.internal.v1\x1a\x18\x61gentloop/v1/agent.proto\x1a\x19\x61gentloop/v1/common.proto\"\xdb\x05\n\x10\x43heckpointRecord\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x11\n\tnext_node\x18\x02 \x01(\t\x12\x14\n\x0c\x63urrent_step\x18\x03 \x01(\x05\x12\x11\n\tllm_calls\x18\x04 \x01(\x05\x12\"\n\x05usage\x18\x05 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\x0c\n\x04stop\x18\x06 \x01(\x08\x12\x13\n\x0bstop_reason\x18\x07 \x01(\t\x12\x13\n\x0b\x66inal_reply\x18\x08 \x01(\t\x12\x15\n\rmessage_count\x18\t \x01(\x05\x12\x12\n\ntools_used\x18\n \x03(\t\x12\x12\n\ntool_calls\x18\x0b \x01(\x05\x12\x31\n\x05\x65rror\x18\x0c \x01(\x0b\x32\".agentloop.internal.v1.StoredError\x12\x15\n\rlast_sequence\x18\r \x01(\x03\x12\x1b\n\x13suggested_next_step\x18\x0e \x01(\t\x12\x0c\n\x04hint\x18\x0f \x01(\t\x12\x1e\n\x16structured_output_json\x18\x10 \x01(\t\x12\x19\n\x11run_message_start\x18\x11 \x01(\x05\x12\x19\n\x11\x61waiting_approval\x18\x12 \x01(\x08\x12I\n\tapprovals\x18\x13 \x03(\x0b\x32\x36.agentloop.internal.v1.CheckpointRecord.ApprovalsEntry\x12!\n\x19\x63\x61libration_prompt_tokens\x18\x14 \x01(\x05\x12#\n\x1b\x63\x61libration_estimate_tokens\x18\x15 \x01(\x05\x12\x19\n\x11recalled_memories\x18( \x03(\t\x12\x17\n\x0fmemory_recalled\x18) \x01(\x08\x1aP\n\x0e\x41pprovalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.agentloop.v1.ApprovalDecision:\x02\x38\x01\":\n\x0bStoredError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&agentloop/internal/v1/checkpoint.proto\x12\x15\x61gentloop.internal.v1\x1a\x18\x61gentloop/v1/agent.proto\x1a\x19\x61gentloop/v1/common.proto\"\xf0\x05\n\x10\x43heckpointRecord\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x11\n\tnext_node\x18\x02 \x01(\t\x12\x14\n\x0c\x63urrent_step\x18\x03 \x01(\x05\x12\x11\n\tllm_calls\x18\x04 \x01(\x05\x12\"\n\x05usage\x18\x05 \x01(\x0b\x32\x13.agentloop.v1.Usage\x12\x0c\n\x04stop\x18\x06 \x01(\x08\x12\x13\n\x0bstop_reason\x18\x07 \x01(\t\x12\x13\n\x0b\x66inal_reply\x18\x08 \x01(\t\x12\x15\n\rmessage_count\x18\t \x01(\x05\x12\x12\n\ntools_used\x18\n \x03(\t\x12\x12\n\ntool_calls\x18\x0b \x01(\x05\x12\x31\n\x05\x65rror\x18\x0c \x01(\x0b\x32\".agentloop.internal.v1.StoredError\x12\x15\n\rlast_sequence\x18\r \x01(\x03\x12\x1b\n\x13suggested_next_step\x18\x0e \x01(\t\x12\x0c\n\x04hint\x18\x0f \x01(\t\x12\x1e\n\x16structured_output_json\x18\x10 \x01(\t\x12\x19\n\x11run_message_start\x18\x11 \x01(\x05\x12\x19\n\x11\x61waiting_approval\x18\x12 \x01(\x08\x12I\n\tapprovals\x18\x13 \x03(\x0b\x32\x36.agentloop.internal.v1.CheckpointRecord.ApprovalsEntry\x12!\n\x19\x63\x61libration_prompt_tokens\x18\x14 \x01(\x05\x12#\n\x1b\x63\x61libration_estimate_tokens\x18\x15 \x01(\x05\x12\x13\n\x0bmodels_used\x18\x16 \x03(\t\x12\x19\n\x11recalled_memories\x18( \x03(\t\x12\x17\n\x0fmemory_recalled\x18) \x01(\x08\x1aP\n\x0e\x41pprovalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.agentloop.v1.ApprovalDecision:\x02\x38\x01\":\n\x0bStoredError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,9 +36,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._loaded_options = None
   _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_options = b'8\001'
   _globals['_CHECKPOINTRECORD']._serialized_start=119
-  _globals['_CHECKPOINTRECORD']._serialized_end=850
-  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_start=770
-  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_end=850
-  _globals['_STOREDERROR']._serialized_start=852
-  _globals['_STOREDERROR']._serialized_end=910
+  _globals['_CHECKPOINTRECORD']._serialized_end=871
+  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_start=791
+  _globals['_CHECKPOINTRECORD_APPROVALSENTRY']._serialized_end=871
+  _globals['_STOREDERROR']._serialized_start=873
+  _globals['_STOREDERROR']._serialized_end=931
 # @@protoc_insertion_point(module_scope)

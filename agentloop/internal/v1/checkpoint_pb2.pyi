@@ -81,6 +81,7 @@ class CheckpointRecord(_message.Message):
     APPROVALS_FIELD_NUMBER: _builtins.int
     CALIBRATION_PROMPT_TOKENS_FIELD_NUMBER: _builtins.int
     CALIBRATION_ESTIMATE_TOKENS_FIELD_NUMBER: _builtins.int
+    MODELS_USED_FIELD_NUMBER: _builtins.int
     RECALLED_MEMORIES_FIELD_NUMBER: _builtins.int
     MEMORY_RECALLED_FIELD_NUMBER: _builtins.int
     node: _builtins.str
@@ -144,6 +145,10 @@ class CheckpointRecord(_message.Message):
         """
 
     @_builtins.property
+    def models_used(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Names of the models that answered so far in this run, first-use order."""
+
+    @_builtins.property
     def recalled_memories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Facts recalled from the user's long-term memory for this run, so a
         resumed run answers with the same memories.
@@ -173,12 +178,13 @@ class CheckpointRecord(_message.Message):
         approvals: _abc.Mapping[_builtins.str, _agent_pb2.ApprovalDecision] | None = ...,
         calibration_prompt_tokens: _builtins.int = ...,
         calibration_estimate_tokens: _builtins.int = ...,
+        models_used: _abc.Iterable[_builtins.str] | None = ...,
         recalled_memories: _abc.Iterable[_builtins.str] | None = ...,
         memory_recalled: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "calibration_estimate_tokens", b"calibration_estimate_tokens", "calibration_prompt_tokens", b"calibration_prompt_tokens", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "memory_recalled", b"memory_recalled", "message_count", b"message_count", "next_node", b"next_node", "node", b"node", "recalled_memories", b"recalled_memories", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approvals", b"approvals", "awaiting_approval", b"awaiting_approval", "calibration_estimate_tokens", b"calibration_estimate_tokens", "calibration_prompt_tokens", b"calibration_prompt_tokens", "current_step", b"current_step", "error", b"error", "final_reply", b"final_reply", "hint", b"hint", "last_sequence", b"last_sequence", "llm_calls", b"llm_calls", "memory_recalled", b"memory_recalled", "message_count", b"message_count", "models_used", b"models_used", "next_node", b"next_node", "node", b"node", "recalled_memories", b"recalled_memories", "run_message_start", b"run_message_start", "stop", b"stop", "stop_reason", b"stop_reason", "structured_output_json", b"structured_output_json", "suggested_next_step", b"suggested_next_step", "tool_calls", b"tool_calls", "tools_used", b"tools_used", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -3,8 +3,12 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 
 import type { CompletionParams as _agentloop_v1_CompletionParams, CompletionParams__Output as _agentloop_v1_CompletionParams__Output } from './agentloop/v1/CompletionParams';
 import type { InjectedContext as _agentloop_v1_InjectedContext, InjectedContext__Output as _agentloop_v1_InjectedContext__Output } from './agentloop/v1/InjectedContext';
+import type { ListModelsRequest as _agentloop_v1_ListModelsRequest, ListModelsRequest__Output as _agentloop_v1_ListModelsRequest__Output } from './agentloop/v1/ListModelsRequest';
+import type { ListModelsResponse as _agentloop_v1_ListModelsResponse, ListModelsResponse__Output as _agentloop_v1_ListModelsResponse__Output } from './agentloop/v1/ListModelsResponse';
 import type { LoopPolicy as _agentloop_v1_LoopPolicy, LoopPolicy__Output as _agentloop_v1_LoopPolicy__Output } from './agentloop/v1/LoopPolicy';
 import type { Message as _agentloop_v1_Message, Message__Output as _agentloop_v1_Message__Output } from './agentloop/v1/Message';
+import type { ModelFallback as _agentloop_v1_ModelFallback, ModelFallback__Output as _agentloop_v1_ModelFallback__Output } from './agentloop/v1/ModelFallback';
+import type { ModelInfo as _agentloop_v1_ModelInfo, ModelInfo__Output as _agentloop_v1_ModelInfo__Output } from './agentloop/v1/ModelInfo';
 import type { NextStepRule as _agentloop_v1_NextStepRule, NextStepRule__Output as _agentloop_v1_NextStepRule__Output } from './agentloop/v1/NextStepRule';
 import type { ReasonerClient as _agentloop_v1_ReasonerClient, ReasonerDefinition as _agentloop_v1_ReasonerDefinition } from './agentloop/v1/Reasoner';
 import type { StepRequest as _agentloop_v1_StepRequest, StepRequest__Output as _agentloop_v1_StepRequest__Output } from './agentloop/v1/StepRequest';
@@ -51,8 +55,12 @@ export interface ProtoGrpcType {
     v1: {
       CompletionParams: MessageTypeDefinition<_agentloop_v1_CompletionParams, _agentloop_v1_CompletionParams__Output>
       InjectedContext: MessageTypeDefinition<_agentloop_v1_InjectedContext, _agentloop_v1_InjectedContext__Output>
+      ListModelsRequest: MessageTypeDefinition<_agentloop_v1_ListModelsRequest, _agentloop_v1_ListModelsRequest__Output>
+      ListModelsResponse: MessageTypeDefinition<_agentloop_v1_ListModelsResponse, _agentloop_v1_ListModelsResponse__Output>
       LoopPolicy: MessageTypeDefinition<_agentloop_v1_LoopPolicy, _agentloop_v1_LoopPolicy__Output>
       Message: MessageTypeDefinition<_agentloop_v1_Message, _agentloop_v1_Message__Output>
+      ModelFallback: MessageTypeDefinition<_agentloop_v1_ModelFallback, _agentloop_v1_ModelFallback__Output>
+      ModelInfo: MessageTypeDefinition<_agentloop_v1_ModelInfo, _agentloop_v1_ModelInfo__Output>
       NextStepRule: MessageTypeDefinition<_agentloop_v1_NextStepRule, _agentloop_v1_NextStepRule__Output>
       NextStepTrigger: EnumTypeDefinition
       /**

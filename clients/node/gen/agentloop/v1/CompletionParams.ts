@@ -5,11 +5,14 @@ import type { ToolSpec as _agentloop_v1_ToolSpec, ToolSpec__Output as _agentloop
 import type { ToolChoice as _agentloop_v1_ToolChoice, ToolChoice__Output as _agentloop_v1_ToolChoice__Output } from '../../agentloop/v1/ToolChoice';
 
 /**
- * The parameters of one chat-completions call.
+ * The parameters of one model call.
  */
 export interface CompletionParams {
   /**
-   * Model name; empty uses the Reasoner's configured default (AGENTLOOP_MODEL).
+   * Name of one of the Reasoner's models (ListModels); empty uses its default
+   * (AGENTLOOP_MODEL, or the models file's default). A name the Reasoner does
+   * not serve is INVALID_ARGUMENT naming params.model, before any model call;
+   * a Reasoner without a models file sends any name to its one endpoint.
    */
   'model'?: (string);
   /**
@@ -48,11 +51,14 @@ export interface CompletionParams {
 }
 
 /**
- * The parameters of one chat-completions call.
+ * The parameters of one model call.
  */
 export interface CompletionParams__Output {
   /**
-   * Model name; empty uses the Reasoner's configured default (AGENTLOOP_MODEL).
+   * Name of one of the Reasoner's models (ListModels); empty uses its default
+   * (AGENTLOOP_MODEL, or the models file's default). A name the Reasoner does
+   * not serve is INVALID_ARGUMENT naming params.model, before any model call;
+   * a Reasoner without a models file sends any name to its one endpoint.
    */
   'model': (string);
   /**

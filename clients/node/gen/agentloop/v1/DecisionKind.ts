@@ -70,6 +70,16 @@ export const DecisionKind = {
    * the answer): a client showing tokens may set it apart.
    */
   DECISION_KIND_PLANNING_TEXT: 'DECISION_KIND_PLANNING_TEXT',
+  /**
+   * The model asked for failed and another answered in its place (its
+   * fallback); the detail names both and why the first failed.
+   */
+  DECISION_KIND_MODEL_FALLBACK: 'DECISION_KIND_MODEL_FALLBACK',
+  /**
+   * The model refused the prompt as longer than its context window: older
+   * messages were summarized and the step is tried once more.
+   */
+  DECISION_KIND_CONTEXT_LENGTH_EXCEEDED: 'DECISION_KIND_CONTEXT_LENGTH_EXCEEDED',
 } as const;
 
 /**
@@ -158,6 +168,18 @@ export type DecisionKind =
    */
   | 'DECISION_KIND_PLANNING_TEXT'
   | 15
+  /**
+   * The model asked for failed and another answered in its place (its
+   * fallback); the detail names both and why the first failed.
+   */
+  | 'DECISION_KIND_MODEL_FALLBACK'
+  | 16
+  /**
+   * The model refused the prompt as longer than its context window: older
+   * messages were summarized and the step is tried once more.
+   */
+  | 'DECISION_KIND_CONTEXT_LENGTH_EXCEEDED'
+  | 17
 
 /**
  * The kinds of judgement a Decision event reports. New kinds may be added;

@@ -2,6 +2,8 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { ListModelsRequest as _agentloop_v1_ListModelsRequest, ListModelsRequest__Output as _agentloop_v1_ListModelsRequest__Output } from '../../agentloop/v1/ListModelsRequest';
+import type { ListModelsResponse as _agentloop_v1_ListModelsResponse, ListModelsResponse__Output as _agentloop_v1_ListModelsResponse__Output } from '../../agentloop/v1/ListModelsResponse';
 import type { StepRequest as _agentloop_v1_StepRequest, StepRequest__Output as _agentloop_v1_StepRequest__Output } from '../../agentloop/v1/StepRequest';
 import type { StepResponse as _agentloop_v1_StepResponse, StepResponse__Output as _agentloop_v1_StepResponse__Output } from '../../agentloop/v1/StepResponse';
 import type { StreamStepRequest as _agentloop_v1_StreamStepRequest, StreamStepRequest__Output as _agentloop_v1_StreamStepRequest__Output } from '../../agentloop/v1/StreamStepRequest';
@@ -11,6 +13,25 @@ import type { StreamStepResponse as _agentloop_v1_StreamStepResponse, StreamStep
  * One LLM step, unary or streamed.
  */
 export interface ReasonerClient extends grpc.Client {
+  /**
+   * Lists the models this Reasoner serves by name (CompletionParams.model):
+   * the gateway reads it to refuse a run naming an unknown model before any
+   * model call.
+   */
+  ListModels(argument: _agentloop_v1_ListModelsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  ListModels(argument: _agentloop_v1_ListModelsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  ListModels(argument: _agentloop_v1_ListModelsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  ListModels(argument: _agentloop_v1_ListModelsRequest, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Lists the models this Reasoner serves by name (CompletionParams.model):
+   * the gateway reads it to refuse a run naming an unknown model before any
+   * model call.
+   */
+  listModels(argument: _agentloop_v1_ListModelsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  listModels(argument: _agentloop_v1_ListModelsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  listModels(argument: _agentloop_v1_ListModelsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  listModels(argument: _agentloop_v1_ListModelsRequest, callback: grpc.requestCallback<_agentloop_v1_ListModelsResponse__Output>): grpc.ClientUnaryCall;
+  
   /**
    * Makes one non-streaming completion and returns the assistant message.
    * A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
@@ -72,6 +93,13 @@ export interface ReasonerClient extends grpc.Client {
  */
 export interface ReasonerHandlers extends grpc.UntypedServiceImplementation {
   /**
+   * Lists the models this Reasoner serves by name (CompletionParams.model):
+   * the gateway reads it to refuse a run naming an unknown model before any
+   * model call.
+   */
+  ListModels: grpc.handleUnaryCall<_agentloop_v1_ListModelsRequest__Output, _agentloop_v1_ListModelsResponse>;
+  
+  /**
    * Makes one non-streaming completion and returns the assistant message.
    * A step makes at most 1 + AGENTLOOP_MODEL_MAX_RETRIES requests to the
    * endpoint; its errors then carry gRPC server pushback (not to be retried).
@@ -98,6 +126,7 @@ export interface ReasonerHandlers extends grpc.UntypedServiceImplementation {
 }
 
 export interface ReasonerDefinition extends grpc.ServiceDefinition {
+  ListModels: MethodDefinition<_agentloop_v1_ListModelsRequest, _agentloop_v1_ListModelsResponse, _agentloop_v1_ListModelsRequest__Output, _agentloop_v1_ListModelsResponse__Output>
   Step: MethodDefinition<_agentloop_v1_StepRequest, _agentloop_v1_StepResponse, _agentloop_v1_StepRequest__Output, _agentloop_v1_StepResponse__Output>
   StreamStep: MethodDefinition<_agentloop_v1_StreamStepRequest, _agentloop_v1_StreamStepResponse, _agentloop_v1_StreamStepRequest__Output, _agentloop_v1_StreamStepResponse__Output>
 }

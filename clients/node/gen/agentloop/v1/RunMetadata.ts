@@ -31,6 +31,12 @@ export interface RunMetadata {
    * Why the loop ended; STOP_REASON_UNSPECIFIED while the run goes on.
    */
   'stop_reason'?: (_agentloop_v1_StopReason);
+  /**
+   * Names of the Reasoner's models that answered this run's model calls, in
+   * first-use order, without repeats: more than one when a fallback answered
+   * (see DECISION_KIND_MODEL_FALLBACK).
+   */
+  'models'?: (string)[];
 }
 
 /**
@@ -61,4 +67,10 @@ export interface RunMetadata__Output {
    * Why the loop ended; STOP_REASON_UNSPECIFIED while the run goes on.
    */
   'stop_reason': (_agentloop_v1_StopReason__Output);
+  /**
+   * Names of the Reasoner's models that answered this run's model calls, in
+   * first-use order, without repeats: more than one when a fallback answered
+   * (see DECISION_KIND_MODEL_FALLBACK).
+   */
+  'models': (string)[];
 }

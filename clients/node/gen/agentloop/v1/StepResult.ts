@@ -2,6 +2,7 @@
 
 import type { Message as _agentloop_v1_Message, Message__Output as _agentloop_v1_Message__Output } from '../../agentloop/v1/Message';
 import type { Usage as _agentloop_v1_Usage, Usage__Output as _agentloop_v1_Usage__Output } from '../../agentloop/v1/Usage';
+import type { ModelFallback as _agentloop_v1_ModelFallback, ModelFallback__Output as _agentloop_v1_ModelFallback__Output } from '../../agentloop/v1/ModelFallback';
 
 /**
  * The complete outcome of one model call.
@@ -24,6 +25,16 @@ export interface StepResult {
    * The model that answered, as the endpoint names it.
    */
   'model'?: (string);
+  /**
+   * The name of the Reasoner's model that answered (CompletionParams.model,
+   * or its default, or the fallback that answered in its place).
+   */
+  'answered_by'?: (string);
+  /**
+   * The models tried before answered_by, in order, each with why it failed;
+   * empty when the model asked for answered.
+   */
+  'fallbacks'?: (_agentloop_v1_ModelFallback)[];
 }
 
 /**
@@ -47,4 +58,14 @@ export interface StepResult__Output {
    * The model that answered, as the endpoint names it.
    */
   'model': (string);
+  /**
+   * The name of the Reasoner's model that answered (CompletionParams.model,
+   * or its default, or the fallback that answered in its place).
+   */
+  'answered_by': (string);
+  /**
+   * The models tried before answered_by, in order, each with why it failed;
+   * empty when the model asked for answered.
+   */
+  'fallbacks': (_agentloop_v1_ModelFallback__Output)[];
 }
