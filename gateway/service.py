@@ -473,6 +473,8 @@ async def create_server(
                 pool_size=settings.db_pool_size,
                 lease_s=settings.lease_s,
                 connect_s=settings.db_connect_s,
+                retry_budget_s=settings.store_retry_budget_s,
+                temp_file_limit=settings.db_temp_file_limit,
             )
         gateway.store = store
         gateway.resources.push_async_callback(store.close)
