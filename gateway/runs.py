@@ -64,7 +64,8 @@ class ActiveRun:
     """Sequence of the last event emitted before this process took the run (0 for a new run)."""
     journal: RunJournal | None = None
     handed_over: bool = False
-    """The run stopped here because another gateway owns it now; its outcome comes from there."""
+    """The run stopped here without an ending the store holds (another gateway owns it now, or the
+    database went away): its outcome comes from the store, from whoever continues it."""
 
 
 def default_instance_id() -> str:
@@ -418,17 +419,23 @@ class RunManager(RunStarts):
         except StoreUnavailable as exc:
             # The run stays RUNNING, but its lease is no longer renewed (it left
             # _active): once it expires, any gateway resumes it from its last
-            # checkpoint, this one's orphan scan included.
+            # checkpoint, this one's orphan scan included. It has not failed, so
+            # no client is told it did (no error event): its streams go on from
+            # the store, and end UNAVAILABLE with RetryInfo (reattach with
+            # Watch) if the database stays away.
             log.error("run %s: %s; it will be resumed when the database is back", active.run_id, exc)
             message = "the database is unavailable; the run will resume from its last checkpoint"
             active.state.error = RunFailure("UNAVAILABLE", message, STORE_NODE)
-            active.sink.error("UNAVAILABLE", message, STORE_NODE, stored=False)
+            active.handed_over = True
             return active.state
         except Exception as exc:
             # Whatever escaped the graph (a database error nobody classified,
             # a bug) ends the run here, once, rather than killing the task.
             log.exception("run %s: unexpected failure; ending it as failed", active.run_id)
-            await end_after_fault(self._store, active.state, ctx, describe_failure(exc))
+            if not await end_after_fault(self._store, active.state, ctx, describe_failure(exc)):
+                # The failure could not be stored: no client hears of it, and
+                # whoever resumes the run once its lease lapses decides its end.
+                active.handed_over = True
             return active.state
         finally:
             ctx.journal.stop()

@@ -323,6 +323,25 @@ class Store(abc.ABC):
         """Force a status (used to end a run that has no live owner); clears the owner when ended."""
         ...
 
+    @abc.abstractmethod
+    async def end_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        events: Sequence[agent_pb2.RunEvent],
+        *,
+        owner: str,
+        unstarted: bool = False,
+    ) -> bool:
+        """End a QUEUED or RUNNING run with its closing events, in one compare-and-set; True if it did.
+
+        Only while `owner` holds the run (or nobody does, QUEUED) and, with
+        `unstarted`, before its first checkpoint: the status and the events
+        are written together or not at all, so a client never reads an ending
+        event of a run that went on, nor an ended run without its ending.
+        """
+        ...
+
     # --- ownership ---------------------------------------------------------
     @abc.abstractmethod
     async def heartbeat(self, owner: str, lease_s: float, run_ids: Sequence[str]) -> int:

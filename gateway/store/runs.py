@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -9,6 +10,7 @@ from sqlalchemy import and_, case, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentloop.errors import FailedPrecondition, NotFound
+from agentloop.v1 import agent_pb2
 from gateway.store import tables as t
 from gateway.store.base import RequestReplayed, RunRow, RunStatus, ThreadBusy
 from gateway.store.rows import CANCELLED, QUEUED, RUNNING, expired, greatest, run_row, utc_now
@@ -186,6 +188,48 @@ class RunQueries(SqlBase):
         if row is None:
             raise NotFound(f"run {run_id} not found")
         return run_row(row)
+
+    async def end_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        events: Sequence[agent_pb2.RunEvent],
+        *,
+        owner: str,
+        unstarted: bool = False,
+    ) -> bool:
+        runs = t.runs.c
+        last = max((e.sequence for e in events), default=0)
+        conditions = [
+            runs.run_id == run_id,
+            runs.status.in_((QUEUED, RUNNING)),
+            or_(runs.owner == owner, runs.owner.is_(None)),
+        ]
+        if unstarted:
+            conditions.append(runs.checkpoint_count == 0)
+        async with self._write() as conn:
+            ended = await conn.execute(
+                update(t.runs)
+                .where(*conditions)
+                .values(
+                    status=status.value,
+                    owner=None,
+                    lease_expires_at=None,
+                    last_sequence=greatest(runs.last_sequence, last),
+                    sequence_reserved=greatest(runs.sequence_reserved, last),
+                    updated_at=utc_now(),
+                )
+            )
+            if ended.rowcount != 1:
+                return False
+            if events:
+                # A retry of a write whose commit was not acknowledged finds the run ended
+                # and writes nothing (False): the same outcome as a lost race.
+                rows = [
+                    {"run_id": run_id, "sequence": e.sequence, "data": e.SerializeToString()} for e in events
+                ]
+                await conn.execute(t.run_events.insert(), rows)
+        return True
 
     async def set_status(self, run_id: str, status: RunStatus) -> RunRow:
         """Raises NotFound for an unknown run (ThreadBusy when forcing RUNNING onto a busy thread)."""
