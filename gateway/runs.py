@@ -94,8 +94,9 @@ class RunManager(RunStarts):
         """begin() calls between admission and launch: counted against max_active_runs."""
         self._setting_up: set[str] = set()
         """Runs created by begin() and not launched yet (their leases are renewed too)."""
-        self._taking: set[str] = set()
-        """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet."""
+        self._taking: dict[str, asyncio.Event] = {}
+        """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet; each
+        event is set once the hand-over is decided (`_taken`)."""
         self._thread_freed: dict[str, asyncio.Event] = {}
         self._live = LiveEvents.for_store(store, self.instance_id, self._local_sink, self._cancel_here)
         """Events and cancels across gateways (Postgres LISTEN/NOTIFY); None with SQLite (one process)."""
@@ -192,8 +193,18 @@ class RunManager(RunStarts):
                 log.exception("could not resume run %s; ending it as failed", run_id)
                 await end_unlaunchable(self._store, run_id, exc)
             finally:
-                self._taking.discard(run_id)
+                self._taken(run_id)
         return claimed
+
+    async def settled(self, run_id: str) -> None:
+        """Return once no request of this process is handing the run to it (its claim is decided)."""
+        if (taking := self._taking.get(run_id)) is not None:
+            await taking.wait()
+
+    def _taken(self, run_id: str) -> None:
+        """The hand-over `_take` began is decided (launched here, or not)."""
+        if (taking := self._taking.pop(run_id, None)) is not None:
+            taking.set()
 
     def _take(self, run_id: str) -> bool:
         """Mark a run as being handed to this process; False if it already is, or executes here.
@@ -203,7 +214,7 @@ class RunManager(RunStarts):
         """
         if run_id in self._active or run_id in self._taking:
             return False
-        self._taking.add(run_id)
+        self._taking[run_id] = asyncio.Event()
         return True
 
     # --- access ----------------------------------------------------------------
@@ -238,23 +249,33 @@ class RunManager(RunStarts):
         return self._active.get(run_id)
 
     async def resume(
-        self, run_id: str, user_id: str, decisions: list[agent_pb2.ApprovalDecision] | None = None
+        self,
+        run_id: str,
+        user_id: str,
+        decisions: list[agent_pb2.ApprovalDecision] | None = None,
+        request_id: str = "",
     ) -> ActiveRun:
         """Continue an interrupted run here (or attach to it if it already runs here).
 
         A PAUSED run needs `decisions` for its pending calls; it becomes
         RUNNING again, in one compare-and-set that exactly one of any number
         of concurrent Resumes (or Cancels) wins, and continues at its tools
-        node on this gateway.
+        node on this gateway. That compare-and-set also records `request_id`
+        (the Resume's idempotency key), so the losing attempts of the same
+        Resume attach to the winner's resumption.
         """
         row = await self.owned_run(run_id, user_id)
         if (active := self._active.get(run_id)) is not None and not decisions:
             return active
         if row.status == RunStatus.PAUSED:
             approvals = await self._decisions_for(row, decisions or [])
+
+            async def claim(run_id: str, owner: str, lease_s: float) -> bool:
+                return await self._store.claim_paused(run_id, owner, lease_s, request_id or None)
+
             return await self._claim_and_launch(
                 run_id,
-                self._store.claim_paused,
+                claim,
                 busy="is being resumed already",
                 lost="was resumed or cancelled by another request",
                 approvals=approvals,
@@ -300,7 +321,7 @@ class RunManager(RunStarts):
                 raise _owned_elsewhere(run_id, lost)
             return await self._launch_existing(run_id, approvals, takeover=takeover)
         finally:
-            self._taking.discard(run_id)
+            self._taken(run_id)
 
     async def _decisions_for(
         self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
@@ -520,7 +541,7 @@ class RunManager(RunStarts):
             closing.cancel.set()
             return closing
         finally:
-            self._taking.discard(run_id)
+            self._taken(run_id)
 
     async def _status_of(self, run_id: str) -> RunStatus:
         final = await self._store.get_run(run_id)

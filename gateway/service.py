@@ -304,9 +304,15 @@ class AgentService(agent_pb2_grpc.AgentServicer):
                 yield agent_pb2.ResumeResponse(event=event)
             return
         try:
-            active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
+            active = await self.manager.resume(
+                request.run_id, request.user_id, list(request.decisions), request.request_id
+            )
         except FailedPrecondition:
-            # A concurrent attempt of the same Resume may have just won.
+            # A concurrent attempt of the same Resume may have won: its claim recorded the
+            # request id (wait for a claim in flight in this process to be decided).
+            if not request.request_id:
+                raise
+            await self.manager.settled(request.run_id)
             if (replayed := await self._resumed_by(request)) is None:
                 raise
             async for event in self.manager.watch(request.run_id, request.user_id, replayed):

@@ -223,6 +223,10 @@ class Store(abc.ABC):
         RequestReplayed names that run (the database decides between
         concurrent retries).
 
+        The same call again (a retry whose commit was not acknowledged)
+        returns the run it created; another run with this `run_id` is
+        FailedPrecondition.
+
         Creating a run already started is how a run that must not wait (the
         REJECT policy) is admitted: on a thread that has a RUNNING run it
         raises ThreadBusy and leaves no run behind, so a refused request never
@@ -354,9 +358,15 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def claim_paused(self, run_id: str, owner: str, lease_s: float) -> bool:
+    async def claim_paused(
+        self, run_id: str, owner: str, lease_s: float, request_id: str | None = None
+    ) -> bool:
         """PAUSED → RUNNING under `owner` in one compare-and-set; True for exactly one caller.
 
+        `request_id`: the Resume's idempotency key, recorded by the same
+        compare-and-set with where its stream starts (`resume_request_id`,
+        `resume_sequence`), so a concurrent attempt of that Resume that lost
+        finds the winner's resumption as soon as it lost.
         Raises ThreadBusy when the thread has another RUNNING run.
         """
         ...

@@ -43,13 +43,12 @@ class RunQueries(SqlBase):
         key = thread_key(user_id, thread_id)
         try:
             async with self._write() as conn:
-                # Touching the thread also keeps prune() from deleting it
-                # between this run's creation and its start.
-                touched = await conn.execute(
-                    update(t.threads).where(t.threads.c.thread_id == key).values(updated_at=now)
-                )
-                if touched.rowcount == 0:
-                    raise NotFound(f"thread {thread_id} not found")
+                # The run first, the thread after. The insert may wait for
+                # another transaction holding a conflicting key (a concurrent
+                # attempt of the same request, a checkpoint of the thread's
+                # running run): holding the thread's row while waiting would
+                # deadlock with that checkpoint, which updates the run, then
+                # the thread.
                 row = (
                     (
                         await conn.execute(
@@ -76,14 +75,32 @@ class RunQueries(SqlBase):
                     .mappings()
                     .one()
                 )
+                # Touching the thread also keeps prune() from deleting it
+                # between this run's creation and its start.
+                await conn.execute(
+                    update(t.threads).where(t.threads.c.thread_id == key).values(updated_at=now)
+                )
         except IntegrityError:
-            # The user's request id, the primary key, or (started) the one-RUNNING-run-per-thread index.
+            # This very run (a retry of an insert whose commit was not
+            # acknowledged), the user's request id, the thread (missing), or
+            # (started) the one-RUNNING-run-per-thread index.
+            if (mine := await self.get_run(run_id)) is not None:
+                if mine.thread_id == thread_id and mine.user_id == user_id and mine.request == request:
+                    return mine
+                raise FailedPrecondition(f"run {run_id} already exists") from None
             if request_id is not None and (replayed := await self.run_by_request(user_id, request_id)):
                 raise RequestReplayed(replayed.run_id) from None
-            if not started or await self.get_run(run_id) is not None:
-                raise FailedPrecondition(f"run {run_id} already exists") from None
+            if not await self._thread_exists(key):
+                raise NotFound(f"thread {thread_id} not found") from None
+            if not started:
+                raise
             raise ThreadBusy(f"thread {thread_id} already has a running run") from None
         return run_row(row)
+
+    async def _thread_exists(self, key: str) -> bool:
+        async with self._read() as conn:
+            found = await conn.execute(select(t.threads.c.thread_id).where(t.threads.c.thread_id == key))
+            return found.first() is not None
 
     async def start_run(self, run_id: str, owner: str, lease_s: float, reserve: int = 0) -> RunRow:
         """Raises NotFound for an unknown run and FailedPrecondition for one that is not QUEUED."""

@@ -101,9 +101,11 @@ async def test_create_run_rejects_unknown_thread_and_duplicate_id(store: SqlStor
     with pytest.raises(NotFound):
         await store.create_run("r1", "no-such-thread", USER, b"")
     await store.create_thread("t1", USER)
-    await store.create_run("r1", "t1", USER, b"")
+    first = await store.create_run("r1", "t1", USER, b"")
     with pytest.raises(FailedPrecondition):
-        await store.create_run("r1", "t1", USER, b"")
+        await store.create_run("r1", "t1", USER, b"another request")
+    # The same insert again (a retry whose first commit was not acknowledged) finds its run.
+    assert await store.create_run("r1", "t1", USER, b"") == first
 
 
 async def test_start_run_takes_ownership_with_a_lease(store: SqlStore) -> None:
