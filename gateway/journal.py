@@ -141,6 +141,18 @@ class RunJournal:
         if row.cancel_requested:
             self._cancel.set()
 
+    async def add_memory(self, user_id: str, text: str) -> Memory:
+        """Keep a fact for the run's user, retried like a checkpoint (`gateway.memory.Memories`)."""
+        return await with_store_retries(
+            lambda: self._store.add_memory(user_id, text), "keep a memory", self._budget_s
+        )
+
+    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
+        """The user's facts, newest first, retried like a checkpoint (`gateway.memory.Memories`)."""
+        return await with_store_retries(
+            lambda: self._store.list_memories(user_id, limit, offset), "recall memories", self._budget_s
+        )
+
     async def tool_result(self, run_id: str, result: common_pb2.ToolResult) -> None:
         """Persist one finished tool call before anyone is told about it."""
         await self.tool_results(run_id, [result])

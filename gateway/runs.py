@@ -402,7 +402,7 @@ class RunManager(RunStarts):
             deadline=deadline,
             cancel=cancel,
             recorded_results=recorded,
-            memories=self._store,
+            memories=journal,
             telemetry=self._telemetry,
         )
         active = ActiveRun(
