@@ -120,17 +120,22 @@ def is_connection_error(exc: BaseException) -> bool:
         return True
     if isinstance(cause, asyncpg.PostgresError):
         return sqlstate(cause) in _CONNECTION_SQLSTATES or sqlstate(cause).startswith("08")
-    if isinstance(cause, sqlite3.OperationalError):
-        message = str(cause).lower()
-        return any(part in message for part in _SQLITE_TRANSIENT)
     return isinstance(cause, ConnectionError | OSError | TimeoutError)
+
+
+def _sqlite_busy(exc: BaseException) -> bool:
+    """SQLite's file is locked by another writer, or briefly out of reach: the connection itself is fine."""
+    cause = driver_error(exc)
+    return isinstance(cause, sqlite3.OperationalError) and any(
+        part in str(cause).lower() for part in _SQLITE_TRANSIENT
+    )
 
 
 def is_transient(exc: BaseException) -> bool:
     """Whether the same operation, tried again a little later, may well succeed."""
     if isinstance(exc, StoreUnavailable):
         return False  # a retry budget was already spent on it
-    return is_connection_error(exc) or sqlstate(exc) in _ROLLED_BACK_SQLSTATES
+    return is_connection_error(exc) or sqlstate(exc) in _ROLLED_BACK_SQLSTATES or _sqlite_busy(exc)
 
 
 class StoreUnavailable(Unavailable):
@@ -143,8 +148,9 @@ class StoreUnavailable(Unavailable):
     """
 
     def __init__(self, what: str, cause: BaseException) -> None:
+        # The driver's type, not its message: that may name the database's host and port.
         super().__init__(
-            f"the database is unavailable ({what}: {describe_cause(cause)}); retry later",
+            f"the database is unavailable ({what}: {type(driver_error(cause)).__name__}); retry later",
             reason="DATABASE_UNAVAILABLE",
             retry_delay_s=1.0,
         )
