@@ -57,6 +57,7 @@ class RunJournal:
         cancel: asyncio.Event,
         telemetry: Telemetry | None = None,
         retry_budget_s: float = STORE_RETRY_BUDGET_S,
+        checkpoint_count: int = 0,
     ) -> None:
         self._store = store
         self._owner = owner
@@ -68,6 +69,8 @@ class RunJournal:
         self._reserving: set[asyncio.Task[None]] = set()
         self._carried: list[common_pb2.ToolResult] = []
         self.checkpoints_written = 0
+        self._checkpoint_count = checkpoint_count
+        """The run's checkpoints in the store (`runs.checkpoint_count`): the next write is number +1."""
         sink.on_reserve = self._reserve_soon
 
     def _reserve_soon(self, upto: int) -> None:
@@ -112,7 +115,9 @@ class RunJournal:
         Reserves the next block of event numbers in the same write, and
         records the tool results carried to it (`record_with_next_checkpoint`);
         events held for the commit (a terminal one, those results') are
-        delivered after it.
+        delivered after it. The write names the checkpoint number it becomes,
+        so a retry of one whose COMMIT went through unacknowledged (a
+        connection lost at that moment) does not write it twice.
         """
         reserve = self._sink.next_reservation()
         write = CheckpointWrite(
@@ -124,6 +129,7 @@ class RunJournal:
             status=status,
             sequence_reserved=reserve,
             tool_results=list(self._carried),
+            index=self._checkpoint_count + 1,
         )
         attributes = {
             "agentloop.run_id": state.run_id,
@@ -135,6 +141,7 @@ class RunJournal:
                 lambda: self._store.write_checkpoint(write), "checkpoint", self._budget_s
             )
         self.checkpoints_written += 1
+        self._checkpoint_count = row.checkpoint_count
         del self._carried[: len(write.tool_results)]
         self._sink.reserved_upto(row.sequence_reserved)
         self._sink.stored_upto(write.record.last_sequence)

@@ -369,7 +369,9 @@ class RunManager(RunStarts):
         sink = EventSink(run_id, row.thread_id, last_sequence=row.next_sequence_base)
         log.info("run %s resumes at %s (step %d)", run_id, start or "END", state.current_step)
         note = resumed_note(row, checkpoint, state, recorded) if takeover else None
-        return self._launch(state, sink, specs, new_messages, start, None, recorded, note)
+        return self._launch(
+            state, sink, specs, new_messages, start, None, recorded, note, checkpoints=row.checkpoint_count
+        )
 
     def _launch(
         self,
@@ -381,7 +383,10 @@ class RunManager(RunStarts):
         deadline: float | None,
         recorded: dict[str, common_pb2.ToolResult],
         resumed: str | None = None,
+        *,
+        checkpoints: int = 0,
     ) -> ActiveRun:
+        """Execute a prepared run in a task of its own; `checkpoints`: how many the store holds already."""
         cancel = asyncio.Event()
         journal = RunJournal(
             self._store,
@@ -390,6 +395,7 @@ class RunManager(RunStarts):
             cancel,
             self._telemetry,
             retry_budget_s=self._settings.store_retry_budget_s,
+            checkpoint_count=checkpoints,
         )
         ctx = RunContext(
             reasoner=self._deps.reasoner,

@@ -136,6 +136,10 @@ class CheckpointWrite:
     """Finished tool calls recorded with the transition, as `record_tool_results` records them: a
     round's last results, arriving just before the checkpoint that ends the tools node, cost no
     transaction of their own."""
+    index: int | None = None
+    """The run's checkpoint number this write becomes (its count so far + 1), when the writer
+    knows it: the write then happens only at that count, so a retry of a write whose COMMIT went
+    through unacknowledged finds it done (and returns the run) instead of writing it twice."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,8 @@ class Store(abc.ABC):
 
         Renews the lease. Raises LeaseLost when `write.owner` no longer owns the
         run. Returns the updated run (callers read `cancel_requested` from it).
+        With `write.index`, writing the same checkpoint again is a no-op that
+        returns the run as it is.
         """
         ...
 

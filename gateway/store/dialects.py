@@ -290,6 +290,7 @@ class PostgresDialect(Dialect):
                 step.sequence_reserved,
                 [call_id for call_id, _ in step.tool_results],
                 [data for _, data in step.tool_results],
+                step.index,
             )
         return None if row is None else run_row(row)
 
@@ -445,6 +446,7 @@ class SqliteDialect(Dialect):
                 step.run_id,
                 step.owner,
                 step.sequence_reserved,
+                step.index,
             ),
             stamp,
             step.run_id,
