@@ -12,10 +12,11 @@ import weakref
 from typing import Any
 
 from sqlalchemy import event, exc
-from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agentloop.settings import DB_TEMP_FILE_LIMIT, check_database_url
+from gateway.store.errors import is_connection_error
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 BEGIN_OPTION = "agentloop_sqlite_begin"
@@ -143,6 +144,15 @@ def _ping_when_idle(engine: AsyncEngine) -> None:
     @event.listens_for(sync_engine, "checkin")
     def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
         record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(sync_engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        # SQLAlchemy takes an error for a lost connection only once asyncpg has closed it, and
+        # a server shutting down sends its error before it closes the socket: such a
+        # connection went back to the pool, mid-protocol, for the next statement to fail on.
+        if not context.is_disconnect and is_connection_error(context.original_exception):
+            context.is_disconnect = True
+            _stale_since[sync_engine] = time.monotonic()
 
     @event.listens_for(sync_engine, "checkout")
     def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:

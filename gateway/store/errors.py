@@ -116,7 +116,14 @@ def is_connection_error(exc: BaseException) -> bool:
     if isinstance(exc, sqlalchemy.exc.DisconnectionError | sqlalchemy.exc.TimeoutError):
         return True
     cause = driver_error(exc)
-    if isinstance(cause, asyncpg.exceptions.PostgresConnectionError | asyncpg.exceptions.InterfaceError):
+    if isinstance(
+        cause,
+        asyncpg.exceptions.PostgresConnectionError
+        | asyncpg.exceptions.InterfaceError
+        # asyncpg's protocol in a state it cannot leave (an error it was consuming when the
+        # server went away): the connection is unusable.
+        | asyncpg.exceptions.InternalClientError,
+    ):
         return True
     if isinstance(cause, asyncpg.PostgresError):
         return sqlstate(cause) in _CONNECTION_SQLSTATES or sqlstate(cause).startswith("08")

@@ -44,6 +44,7 @@ RESTARTING = [
     asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
     asyncpg.exceptions.TooManyConnectionsError("sorry, too many clients already"),
     asyncpg.exceptions.InterfaceError("connection is closed"),
+    asyncpg.exceptions.InternalClientError("cannot switch to state 12; another operation (2) is in progress"),
     ConnectionResetError(104, "Connection reset by peer"),
     ConnectionRefusedError(111, "Connect call failed"),
 ]
