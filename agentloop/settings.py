@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -71,6 +72,19 @@ def _database_url(env: Mapping[str, str], name: str) -> str:
     if url:
         check_database_url(url, name)
     return url
+
+
+DB_TEMP_FILE_LIMIT = "256MB"
+"""Most temporary file space one query of the gateway may use on Postgres (AGENTLOOP_DB_TEMP_FILE_LIMIT)."""
+_SIZE = re.compile(r"-1|0|[1-9][0-9]*(?:kB|MB|GB|TB)?")
+
+
+def _size(env: Mapping[str, str], name: str, default: str) -> str:
+    """A Postgres size ("256MB", "1GB", "-1" for no limit), checked at startup rather than at connect."""
+    raw = _get(env, name, default).strip()
+    if not _SIZE.fullmatch(raw):
+        raise SettingError(f"{name}={raw!r} is not a size such as 256MB, 1GB or -1 (no limit)")
+    return raw
 
 
 def _get(env: Mapping[str, str], name: str, default: str) -> str:
@@ -370,6 +384,7 @@ class GatewaySettings:
     db_connect_s: float = 10.0
     db_migrate: bool = True
     db_pool_size: int = 20
+    db_temp_file_limit: str = DB_TEMP_FILE_LIMIT
     lease_s: float = 30.0
     orphan_scan_s: float = 5.0
     context_budget_tokens: int = 100_000
@@ -422,6 +437,7 @@ class GatewaySettings:
             db_connect_s=_float(e, "AGENTLOOP_DB_CONNECT_S", cls.db_connect_s),
             db_migrate=_bool(e, "AGENTLOOP_DB_MIGRATE", cls.db_migrate),
             db_pool_size=_int(e, "AGENTLOOP_DB_POOL_SIZE", cls.db_pool_size, minimum=1),
+            db_temp_file_limit=_size(e, "AGENTLOOP_DB_TEMP_FILE_LIMIT", cls.db_temp_file_limit),
             lease_s=_float(e, "AGENTLOOP_LEASE_S", cls.lease_s, minimum=0.1),
             orphan_scan_s=_float(e, "AGENTLOOP_ORPHAN_SCAN_S", cls.orphan_scan_s, minimum=0.05),
             context_budget_tokens=_context_budget(

@@ -15,7 +15,9 @@ Two rules keep a number from ever meaning two events:
   the run over numbers above the reserved mark: events lost with a dead owner
   leave a gap, never a reused number.
 - Terminal events (`final`, `error`) reach nobody until the checkpoint that
-  stores them has committed: a client never sees an outcome the store lacks.
+  stores them has committed: a client never sees an outcome the store lacks,
+  not even a failure that could not be stored (that run has not ended: it
+  goes on from its last checkpoint, and its clients follow it from the store).
   Nor does it see a tool result the store lacks: results that the next
   checkpoint records (`hold_until_stored`) hold their events back for it too.
 
@@ -270,27 +272,18 @@ class EventSink:
         ev.interrupt.reason = reason
         self._emit(ev)
 
-    def error(self, code: str, message: str, node: str, *, stored: bool = True) -> None:
-        """The run failed; the last event of a failed run.
+    def error(self, code: str, message: str, node: str) -> None:
+        """The run failed; the last event of a failed run (delivered once a checkpoint stored it).
 
-        `stored=False`: an error that cannot be stored (the database is gone)
-        is delivered without waiting for a checkpoint, as far as its number is
-        reserved; beyond that it is dropped and followers go on from the store.
+        There is no error a run sends without storing it: a run that cannot
+        store its failure (the database went away) has not ended, and whoever
+        continues it decides its ending; its clients follow that from the store.
         """
         ev = self._new()
         ev.error.code = code_value(code)
         ev.error.message = message
         ev.error.node = node
-        if not stored:
-            self._drop_unstorable()
-            self.persisted = max(self.persisted, ev.sequence)
         self._emit(ev)
-
-    def _drop_unstorable(self) -> None:
-        """Events held for a checkpoint that will not come reach nobody, as a result whose write failed."""
-        if self._barrier is not None:
-            self._held = deque(e for e in self._held if e.sequence < self._barrier)
-            self._barrier = None
 
 
 _JOIN_EVERY = 32

@@ -1,93 +1,49 @@
-"""Where a run writes itself down: checkpoints and tool results, through the store.
+"""Where a run writes itself down (checkpoints, tool results) and keeps its user's memories.
 
 The graph calls the journal at exactly two kinds of moment: when a tool call
 finishes (so a crash never makes a finished call run again) and after every
 node (a checkpoint committed before the next node starts). The journal also
 carries cancellation back from the store: a Cancel received by another gateway
 sets a flag that the owner sees on its next write.
+
+Every store call of a run goes through here and `with_store_retries`
+(memories too): a database that is busy ("database is locked") or coming
+back costs a run a short wait, never its life; past the retry budget the run
+stops here with StoreUnavailable and is resumed from its last checkpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
-
-import asyncpg.exceptions
-import sqlalchemy.exc
+from collections.abc import Sequence
 
 from agentloop.internal.v1 import checkpoint_pb2
-from agentloop.retry import STORE_BACKOFF, STORE_RETRY_BUDGET_S
+from agentloop.retry import STORE_RETRY_BUDGET_S
 from agentloop.telemetry import Telemetry
 from agentloop.v1 import common_pb2
 from gateway.events import EventSink
 from gateway.snapshot import to_record
 from gateway.state import RunState
-from gateway.store.base import CheckpointWrite, RunStatus, Store
+from gateway.store.base import CheckpointWrite, Memory, RunStatus, Store
+from gateway.store.errors import (
+    DATABASE_ERRORS,
+    TRANSIENT,
+    StoreUnavailable,
+    describe_failure,
+    with_store_retries,
+)
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
-# What a database that is down, restarting or busy raises (drivers' errors arrive wrapped in DBAPIError).
-TRANSIENT: tuple[type[BaseException], ...] = (
-    sqlite3.OperationalError,
-    asyncpg.exceptions.PostgresConnectionError,
-    asyncpg.exceptions.InterfaceError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    sqlalchemy.exc.DBAPIError,
-    sqlalchemy.exc.DisconnectionError,
-    sqlalchemy.exc.TimeoutError,
-    ConnectionError,
-    OSError,
-    TimeoutError,
-)
-
-
-DATABASE_ERRORS: tuple[type[BaseException], ...] = (
-    sqlalchemy.exc.SQLAlchemyError,
-    asyncpg.exceptions.PostgresError,
-    asyncpg.exceptions.InterfaceError,
-    sqlite3.Error,
-)
-"""Errors whose text may quote SQL and its bound parameters (user data): never shown to clients."""
-
-
-def describe_failure(exc: BaseException) -> str:
-    """What a client may be told about an unexpected failure: never SQL text or bound parameters."""
-    if isinstance(exc, DATABASE_ERRORS):
-        return f"the database refused a write ({type(exc).__name__}); details are in the gateway log"
-    return f"{type(exc).__name__}: {exc}"
-
-
-class StoreUnavailable(Exception):
-    """The database stayed unreachable for the whole retry budget; the run stops here, unrecorded.
-
-    The run stays RUNNING but this gateway stops renewing its lease; once the
-    lease expires any gateway (this one included) resumes it from its last
-    checkpoint.
-    """
-
-
-async def with_store_retries(
-    operation: Callable[[], Awaitable[T]], what: str, budget_s: float = STORE_RETRY_BUDGET_S
-) -> T:
-    """Run a store operation, retrying transient failures with jittered backoff for `budget_s`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + budget_s
-    attempt = 0
-    while True:
-        try:
-            return await operation()
-        except TRANSIENT as exc:
-            delay = STORE_BACKOFF.delay_s(attempt)
-            if loop.time() + delay > deadline:
-                raise StoreUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
-            log.warning("store %s failed (%s); retrying in %.2fs", what, type(exc).__name__, delay)
-            await asyncio.sleep(delay)
-            attempt += 1
+__all__ = [
+    "DATABASE_ERRORS",
+    "TRANSIENT",
+    "RunJournal",
+    "StoreUnavailable",
+    "describe_failure",
+    "with_store_retries",
+]
 
 
 class RunJournal:
@@ -101,6 +57,7 @@ class RunJournal:
         cancel: asyncio.Event,
         telemetry: Telemetry | None = None,
         retry_budget_s: float = STORE_RETRY_BUDGET_S,
+        checkpoint_count: int = 0,
     ) -> None:
         self._store = store
         self._owner = owner
@@ -112,6 +69,8 @@ class RunJournal:
         self._reserving: set[asyncio.Task[None]] = set()
         self._carried: list[common_pb2.ToolResult] = []
         self.checkpoints_written = 0
+        self._checkpoint_count = checkpoint_count
+        """The run's checkpoints in the store (`runs.checkpoint_count`): the next write is number +1."""
         sink.on_reserve = self._reserve_soon
 
     def _reserve_soon(self, upto: int) -> None:
@@ -156,7 +115,9 @@ class RunJournal:
         Reserves the next block of event numbers in the same write, and
         records the tool results carried to it (`record_with_next_checkpoint`);
         events held for the commit (a terminal one, those results') are
-        delivered after it.
+        delivered after it. The write names the checkpoint number it becomes,
+        so a retry of one whose COMMIT went through unacknowledged (a
+        connection lost at that moment) does not write it twice.
         """
         reserve = self._sink.next_reservation()
         write = CheckpointWrite(
@@ -168,6 +129,7 @@ class RunJournal:
             status=status,
             sequence_reserved=reserve,
             tool_results=list(self._carried),
+            index=self._checkpoint_count + 1,
         )
         attributes = {
             "agentloop.run_id": state.run_id,
@@ -179,11 +141,24 @@ class RunJournal:
                 lambda: self._store.write_checkpoint(write), "checkpoint", self._budget_s
             )
         self.checkpoints_written += 1
+        self._checkpoint_count = row.checkpoint_count
         del self._carried[: len(write.tool_results)]
         self._sink.reserved_upto(row.sequence_reserved)
         self._sink.stored_upto(write.record.last_sequence)
         if row.cancel_requested:
             self._cancel.set()
+
+    async def add_memory(self, user_id: str, text: str) -> Memory:
+        """Keep a fact for the run's user, retried like a checkpoint (`gateway.memory.Memories`)."""
+        return await with_store_retries(
+            lambda: self._store.add_memory(user_id, text), "keep a memory", self._budget_s
+        )
+
+    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
+        """The user's facts, newest first, retried like a checkpoint (`gateway.memory.Memories`)."""
+        return await with_store_retries(
+            lambda: self._store.list_memories(user_id, limit, offset), "recall memories", self._budget_s
+        )
 
     async def tool_result(self, run_id: str, result: common_pb2.ToolResult) -> None:
         """Persist one finished tool call before anyone is told about it."""

@@ -9,15 +9,19 @@ thread, so deleting a memory really removes it from later runs.
 
 Keeping the facts is the store's business (`Store.add_memory` and its
 siblings); this module only decides what is a fact and which ones matter.
+A run reaches them through its journal (`Memories`, implemented by
+`gateway.journal.RunJournal`), which retries a database that is busy or
+coming back like it retries checkpoints.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from gateway.store.base import Memory
 
-__all__ = ["RECALL_LIMIT", "Memory", "memory_instruction", "rank"]
+__all__ = ["RECALL_CANDIDATES", "RECALL_LIMIT", "Memories", "Memory", "memory_instruction", "rank"]
 
 _TRIGGER = re.compile(
     r"^\s*(?:please\s+)?remember\b(?:\s+that\b)?\s*[:,]?\s*(?P<en>.+)$|^\s*请?记住\s*[:：,，]?\s*(?P<zh>.+)$",
@@ -26,6 +30,20 @@ _TRIGGER = re.compile(
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_FACT_CHARS = 2000
 RECALL_LIMIT = 5
+RECALL_CANDIDATES = 1000
+"""The user's newest facts that recall ranks: a bounded read (and sort) however many the user keeps."""
+
+
+class Memories(Protocol):
+    """Where a run keeps and recalls its user's facts."""
+
+    async def add_memory(self, user_id: str, text: str) -> Memory:
+        """Keep a fact for `user_id`."""
+        ...
+
+    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
+        """The user's facts, newest first; at most `limit` of them from position `offset`."""
+        ...
 
 
 def memory_instruction(text: str) -> str | None:

@@ -27,7 +27,7 @@ from gateway.context import (
     view,
 )
 from gateway.hooks import call_hooks
-from gateway.memory import memory_instruction, rank
+from gateway.memory import RECALL_CANDIDATES, memory_instruction, rank
 from gateway.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext, hook_context
 from gateway.state import (
     RunState,
@@ -85,7 +85,8 @@ async def memory_trigger(state: RunState, ctx: RunContext) -> Update:
 async def recall(state: RunState, ctx: RunContext, question: str) -> list[str]:
     if ctx.memories is None:
         return []
-    facts = [m.text for m in rank(await ctx.memories.list_memories(state.user_id), question)]
+    newest = await ctx.memories.list_memories(state.user_id, limit=RECALL_CANDIDATES)
+    facts = [m.text for m in rank(newest, question)]
     if facts:
         ctx.sink.decision("memory_recalled", "; ".join(facts))
     return facts

@@ -77,12 +77,16 @@ def _could_not_run(call: common_pb2.ToolCall, message: str) -> common_pb2.ToolRe
     )
 
 
-async def end_after_fault(store: Store, state: RunState, ctx: RunContext, message: str) -> None:
-    """End the run FAILED with one error event after a fault escaped the graph.
+async def end_after_fault(store: Store, state: RunState, ctx: RunContext, message: str) -> bool:
+    """End the run FAILED with one error event after a fault escaped the graph; True once stored.
 
     Closes the stored thread's unanswered tool calls (what the store has, not
     the state: the failed write may not have stored the state's last
     messages). Falls back to forcing the status when even that write fails.
+    The error event reaches clients only once the store holds it (like
+    `final`): when neither write succeeds (the database is away, another
+    gateway took the run), nobody is told the run failed, and False says the
+    run's ending is for whoever continues it.
     """
     code = "INTERNAL"
     state.stop, state.stop_reason = True, StopReason.ERROR
@@ -101,13 +105,15 @@ async def end_after_fault(store: Store, state: RunState, ctx: RunContext, messag
         await ctx.journal.tool_results(state.run_id, closing)
         messages = [tool_message(r) for r in answers]
         await ctx.journal.checkpoint(state, FAULT_NODE, "", messages, RunStatus.FAILED)
-        return
+        return True
     except LeaseLost:
-        return  # another gateway has the run now and ends it
+        return False  # another gateway has the run now and ends it
     except Exception as exc:
         log.error("run %s: could not record its failure (%s)", state.run_id, describe_failure(exc))
-    await _force_failed(store, state.run_id, ctx.journal.owner, ctx.sink.sequence, code, message)
+    if not await _force_failed(store, state.run_id, ctx.journal.owner, ctx.sink.sequence, code, message):
+        return False
     ctx.sink.stored_upto(ctx.sink.sequence)
+    return True
 
 
 async def end_unlaunchable(store: Store, run_id: str, exc: BaseException) -> None:
@@ -121,16 +127,16 @@ async def end_unlaunchable(store: Store, run_id: str, exc: BaseException) -> Non
 
 async def _force_failed(
     store: Store, run_id: str, owner: str | None, sequence: int, code: str, message: str
-) -> None:
-    """FAILED plus its error event, written directly, if `owner` still holds the run."""
+) -> bool:
+    """FAILED with its error event, in one compare-and-set, while `owner` holds the run; True if written."""
     try:
         row = await store.get_run(run_id)
-        if row is None or row.status != RunStatus.RUNNING or row.owner != owner:
-            return
+        if row is None or row.status != RunStatus.RUNNING or not owner or row.owner != owner:
+            return False
         event = agent_pb2.RunEvent(run_id=run_id, thread_id=row.thread_id, sequence=sequence)
         event.error.code, event.error.message, event.error.node = code_value(code), message, FAULT_NODE
-        await store.append_events(run_id, [event])
-        await store.set_status(run_id, RunStatus.FAILED)
+        return await store.end_run(run_id, RunStatus.FAILED, [event], owner=owner)
     except Exception as exc:
         # Its lease is not renewed: an orphan scan takes it over later.
         log.error("run %s: could not end it (%s)", run_id, describe_failure(exc))
+        return False

@@ -15,8 +15,8 @@ from gateway.clients import ReasonerClient, ToolsClient
 from gateway.events import EventSink
 from gateway.hooks import HookContext
 from gateway.journal import RunJournal
+from gateway.memory import Memories
 from gateway.state import RunState
-from gateway.store.base import Store
 
 T = TypeVar("T")
 
@@ -43,8 +43,9 @@ class RunContext:
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     recorded_results: dict[str, common_pb2.ToolResult] = field(default_factory=dict)
     """Tool results persisted before this process took the run over (resume)."""
-    memories: Store | None = None
-    """Where the user's long-term memories are kept; None: this run neither keeps nor recalls any."""
+    memories: Memories | None = None
+    """Where the user's long-term memories are kept (the journal, which retries the store);
+    None: this run neither keeps nor recalls any."""
     telemetry: Telemetry = field(default_factory=Telemetry.noop)
     """Spans and metrics of this gateway process (node spans, step durations)."""
 

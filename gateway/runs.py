@@ -65,7 +65,8 @@ class ActiveRun:
     """Sequence of the last event emitted before this process took the run (0 for a new run)."""
     journal: RunJournal | None = None
     handed_over: bool = False
-    """The run stopped here because another gateway owns it now; its outcome comes from there."""
+    """The run stopped here without an ending the store holds (another gateway owns it now, or the
+    database went away): its outcome comes from the store, from whoever continues it."""
 
 
 def default_instance_id() -> str:
@@ -95,8 +96,9 @@ class RunManager(RunStarts):
         """begin() calls between admission and launch: counted against max_active_runs."""
         self._setting_up: set[str] = set()
         """Runs created by begin() and not launched yet (their leases are renewed too)."""
-        self._taking: set[str] = set()
-        """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet."""
+        self._taking: dict[str, asyncio.Event] = {}
+        """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet; each
+        event is set once the hand-over is decided (`_taken`)."""
         self._thread_freed: dict[str, asyncio.Event] = {}
         self._live = LiveEvents.for_store(store, self.instance_id, self._local_sink, self._cancel_here)
         """Events and cancels across gateways (Postgres LISTEN/NOTIFY); None with SQLite (one process)."""
@@ -193,8 +195,18 @@ class RunManager(RunStarts):
                 log.exception("could not resume run %s; ending it as failed", run_id)
                 await end_unlaunchable(self._store, run_id, exc)
             finally:
-                self._taking.discard(run_id)
+                self._taken(run_id)
         return claimed
+
+    async def settled(self, run_id: str) -> None:
+        """Return once no request of this process is handing the run to it (its claim is decided)."""
+        if (taking := self._taking.get(run_id)) is not None:
+            await taking.wait()
+
+    def _taken(self, run_id: str) -> None:
+        """The hand-over `_take` began is decided (launched here, or not)."""
+        if (taking := self._taking.pop(run_id, None)) is not None:
+            taking.set()
 
     def _take(self, run_id: str) -> bool:
         """Mark a run as being handed to this process; False if it already is, or executes here.
@@ -204,7 +216,7 @@ class RunManager(RunStarts):
         """
         if run_id in self._active or run_id in self._taking:
             return False
-        self._taking.add(run_id)
+        self._taking[run_id] = asyncio.Event()
         return True
 
     # --- access ----------------------------------------------------------------
@@ -241,23 +253,33 @@ class RunManager(RunStarts):
         return self._active.get(run_id)
 
     async def resume(
-        self, run_id: str, user_id: str, decisions: list[agent_pb2.ApprovalDecision] | None = None
+        self,
+        run_id: str,
+        user_id: str,
+        decisions: list[agent_pb2.ApprovalDecision] | None = None,
+        request_id: str = "",
     ) -> ActiveRun:
         """Continue an interrupted run here (or attach to it if it already runs here).
 
         A PAUSED run needs `decisions` for its pending calls; it becomes
         RUNNING again, in one compare-and-set that exactly one of any number
         of concurrent Resumes (or Cancels) wins, and continues at its tools
-        node on this gateway.
+        node on this gateway. That compare-and-set also records `request_id`
+        (the Resume's idempotency key), so the losing attempts of the same
+        Resume attach to the winner's resumption.
         """
         row = await self.owned_run(run_id, user_id)
         if (active := self._active.get(run_id)) is not None and not decisions:
             return active
         if row.status == RunStatus.PAUSED:
             approvals = await self._decisions_for(row, decisions or [])
+
+            async def claim(run_id: str, owner: str, lease_s: float) -> bool:
+                return await self._store.claim_paused(run_id, owner, lease_s, request_id or None)
+
             return await self._claim_and_launch(
                 run_id,
-                self._store.claim_paused,
+                claim,
                 busy="is being resumed already",
                 lost="was resumed or cancelled by another request",
                 approvals=approvals,
@@ -307,7 +329,7 @@ class RunManager(RunStarts):
                 raise _owned_elsewhere(run_id, lost)
             return await self._launch_existing(run_id, approvals, takeover=takeover)
         finally:
-            self._taking.discard(run_id)
+            self._taken(run_id)
 
     async def _decisions_for(
         self, row: RunRow, decisions: list[agent_pb2.ApprovalDecision]
@@ -357,7 +379,9 @@ class RunManager(RunStarts):
         sink = EventSink(run_id, row.thread_id, last_sequence=row.next_sequence_base)
         log.info("run %s resumes at %s (step %d)", run_id, start or "END", state.current_step)
         note = resumed_note(row, checkpoint, state, recorded) if takeover else None
-        return self._launch(state, sink, specs, new_messages, start, None, recorded, note)
+        return self._launch(
+            state, sink, specs, new_messages, start, None, recorded, note, checkpoints=row.checkpoint_count
+        )
 
     def _launch(
         self,
@@ -369,7 +393,10 @@ class RunManager(RunStarts):
         deadline: float | None,
         recorded: dict[str, common_pb2.ToolResult],
         resumed: str | None = None,
+        *,
+        checkpoints: int = 0,
     ) -> ActiveRun:
+        """Execute a prepared run in a task of its own; `checkpoints`: how many the store holds already."""
         cancel = asyncio.Event()
         journal = RunJournal(
             self._store,
@@ -378,6 +405,7 @@ class RunManager(RunStarts):
             cancel,
             self._telemetry,
             retry_budget_s=self._settings.store_retry_budget_s,
+            checkpoint_count=checkpoints,
         )
         ctx = RunContext(
             reasoner=self._deps.reasoner,
@@ -390,7 +418,7 @@ class RunManager(RunStarts):
             deadline=deadline,
             cancel=cancel,
             recorded_results=recorded,
-            memories=self._store,
+            memories=journal,
             telemetry=self._telemetry,
         )
         active = ActiveRun(
@@ -428,17 +456,23 @@ class RunManager(RunStarts):
         except StoreUnavailable as exc:
             # The run stays RUNNING, but its lease is no longer renewed (it left
             # _active): once it expires, any gateway resumes it from its last
-            # checkpoint, this one's orphan scan included.
+            # checkpoint, this one's orphan scan included. It has not failed, so
+            # no client is told it did (no error event): its streams go on from
+            # the store, and end UNAVAILABLE with RetryInfo (reattach with
+            # Watch) if the database stays away.
             log.error("run %s: %s; it will be resumed when the database is back", active.run_id, exc)
             message = "the database is unavailable; the run will resume from its last checkpoint"
             active.state.error = RunFailure("UNAVAILABLE", message, STORE_NODE)
-            active.sink.error("UNAVAILABLE", message, STORE_NODE, stored=False)
+            active.handed_over = True
             return active.state
         except Exception as exc:
             # Whatever escaped the graph (a database error nobody classified,
             # a bug) ends the run here, once, rather than killing the task.
             log.exception("run %s: unexpected failure; ending it as failed", active.run_id)
-            await end_after_fault(self._store, active.state, ctx, describe_failure(exc))
+            if not await end_after_fault(self._store, active.state, ctx, describe_failure(exc)):
+                # The failure could not be stored: no client hears of it, and
+                # whoever resumes the run once its lease lapses decides its end.
+                active.handed_over = True
             return active.state
         finally:
             ctx.journal.stop()
@@ -523,7 +557,7 @@ class RunManager(RunStarts):
             closing.cancel.set()
             return closing
         finally:
-            self._taking.discard(run_id)
+            self._taken(run_id)
 
     async def _status_of(self, run_id: str) -> RunStatus:
         final = await self._store.get_run(run_id)

@@ -366,9 +366,15 @@ class AgentService(agent_pb2_grpc.AgentServicer):
                 yield agent_pb2.ResumeResponse(event=event)
             return
         try:
-            active = await self.manager.resume(request.run_id, request.user_id, list(request.decisions))
+            active = await self.manager.resume(
+                request.run_id, request.user_id, list(request.decisions), request.request_id
+            )
         except FailedPrecondition:
-            # A concurrent attempt of the same Resume may have just won.
+            # A concurrent attempt of the same Resume may have won: its claim recorded the
+            # request id (wait for a claim in flight in this process to be decided).
+            if not request.request_id:
+                raise
+            await self.manager.settled(request.run_id)
             if (replayed := await self._resumed_by(request)) is None:
                 raise
             async for event in self.manager.watch(request.run_id, request.user_id, replayed):
@@ -556,6 +562,8 @@ async def create_server(
                 pool_size=settings.db_pool_size,
                 lease_s=settings.lease_s,
                 connect_s=settings.db_connect_s,
+                retry_budget_s=settings.store_retry_budget_s,
+                temp_file_limit=settings.db_temp_file_limit,
             )
         gateway.store = store
         gateway.resources.push_async_callback(store.close)

@@ -220,11 +220,21 @@ class RunStarts:
             self._in_background(self._abandon_later(run_id), name=f"abandon-{run_id}")
 
     async def _cancel_unstarted(self, run_id: str) -> None:
+        """CANCELLED with a `final` event saying so, unless it started after all (or never existed).
+
+        The event is what a retry of the same request (its request_id names
+        this run) is answered with: an ending, not an empty stream.
+        """
         if run_id in self._active:
             return
         row = await self._store.get_run(run_id)
-        if row is not None and not row.status.ended:
-            await self._store.set_status(run_id, RunStatus.CANCELLED)
+        if row is None or row.status.ended:
+            return
+        ending = agent_pb2.RunEvent(run_id=run_id, thread_id=row.thread_id, sequence=1)
+        ending.final.metadata.stop_reason = agent_pb2.STOP_REASON_CANCELLED
+        if await self._store.end_run(
+            run_id, RunStatus.CANCELLED, [ending], owner=self.instance_id, unstarted=True
+        ):
             log.info("run %s: setup did not finish; cancelled", run_id)
 
     async def _abandon_later(self, run_id: str) -> None:

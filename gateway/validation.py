@@ -188,6 +188,13 @@ def check_decisions(
         field = f"decisions[{i}]"
         if decision.tool_call_id not in pending:
             raise InvalidArgument(f"{field}.tool_call_id", f"{decision.tool_call_id!r} is not a pending call")
+        if decision.tool_call_id in out:
+            # Two verdicts for one call: neither may silently win.
+            first = next(j for j, d in enumerate(decisions) if d.tool_call_id == decision.tool_call_id)
+            raise InvalidArgument(
+                f"{field}.tool_call_id",
+                f"{decision.tool_call_id!r} already has a decision (decisions[{first}]); give one per call",
+            )
         if decision.verdict == agent_pb2.ApprovalDecision.VERDICT_UNSPECIFIED:
             raise InvalidArgument(f"{field}.verdict", "must be APPROVE, REJECT or EDIT")
         if decision.verdict not in agent_pb2.ApprovalDecision.Verdict.values():

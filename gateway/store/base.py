@@ -136,6 +136,10 @@ class CheckpointWrite:
     """Finished tool calls recorded with the transition, as `record_tool_results` records them: a
     round's last results, arriving just before the checkpoint that ends the tools node, cost no
     transaction of their own."""
+    index: int | None = None
+    """The run's checkpoint number this write becomes (its count so far + 1), when the writer
+    knows it: the write then happens only at that count, so a retry of a write whose COMMIT went
+    through unacknowledged finds it done (and returns the run) instead of writing it twice."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,10 @@ class Store(abc.ABC):
         RequestReplayed names that run (the database decides between
         concurrent retries).
 
+        The same call again (a retry whose commit was not acknowledged)
+        returns the run it created; another run with this `run_id` is
+        FailedPrecondition.
+
         Creating a run already started is how a run that must not wait (the
         REJECT policy) is admitted: on a thread that has a RUNNING run it
         raises ThreadBusy and leaves no run behind, so a refused request never
@@ -308,6 +316,8 @@ class Store(abc.ABC):
 
         Renews the lease. Raises LeaseLost when `write.owner` no longer owns the
         run. Returns the updated run (callers read `cancel_requested` from it).
+        With `write.index`, writing the same checkpoint again is a no-op that
+        returns the run as it is.
         """
         ...
 
@@ -345,6 +355,25 @@ class Store(abc.ABC):
         """Force a status (used to end a run that has no live owner); clears the owner when ended."""
         ...
 
+    @abc.abstractmethod
+    async def end_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        events: Sequence[agent_pb2.RunEvent],
+        *,
+        owner: str,
+        unstarted: bool = False,
+    ) -> bool:
+        """End a QUEUED or RUNNING run with its closing events, in one compare-and-set; True if it did.
+
+        Only while `owner` holds the run (or nobody does, QUEUED) and, with
+        `unstarted`, before its first checkpoint: the status and the events
+        are written together or not at all, so a client never reads an ending
+        event of a run that went on, nor an ended run without its ending.
+        """
+        ...
+
     # --- ownership ---------------------------------------------------------
     @abc.abstractmethod
     async def heartbeat(self, owner: str, lease_s: float, run_ids: Sequence[str]) -> int:
@@ -357,9 +386,15 @@ class Store(abc.ABC):
         ...
 
     @abc.abstractmethod
-    async def claim_paused(self, run_id: str, owner: str, lease_s: float) -> bool:
+    async def claim_paused(
+        self, run_id: str, owner: str, lease_s: float, request_id: str | None = None
+    ) -> bool:
         """PAUSED → RUNNING under `owner` in one compare-and-set; True for exactly one caller.
 
+        `request_id`: the Resume's idempotency key, recorded by the same
+        compare-and-set with where its stream starts (`resume_request_id`,
+        `resume_sequence`), so a concurrent attempt of that Resume that lost
+        finds the winner's resumption as soon as it lost.
         Raises ThreadBusy when the thread has another RUNNING run.
         """
         ...

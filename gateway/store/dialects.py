@@ -45,7 +45,8 @@ from sqlalchemy.util import greenlet_spawn
 
 from gateway.store import tables as t
 from gateway.store.base import RunRow
-from gateway.store.engine import BEGIN_OPTION
+from gateway.store.engine import BEGIN_OPTION, mark_stale
+from gateway.store.errors import is_connection_error
 from gateway.store.hotpath import (
     PG_RECORD_TOOL_RESULTS,
     PG_WRITE_CHECKPOINT,
@@ -149,13 +150,20 @@ class Dialect(abc.ABC):
         SQLAlchemy: the caller runs a self-contained transaction. After a
         failure that may have left the driver mid-protocol (a lost connection,
         a cancelled asyncpg query) the connection is invalidated rather than
-        pooled again, as SQLAlchemy does for its own statements.
+        pooled again, as SQLAlchemy does for its own statements; a connection
+        the server dropped (an error of the connection class, such as
+        AdminShutdownError, which the server sends as it restarts) is too,
+        and the pool's others are pinged before their next use.
         """
         fairy = await self.engine.raw_connection()
         try:
             yield fairy.driver_connection
         except BaseException as exc:
-            if not isinstance(exc, asyncpg.PostgresError | sqlite3.Error) and not self._survives(exc):
+            if is_connection_error(exc):
+                # Dead with the server (a restart): so may be the rest of the pool.
+                fairy.invalidate()
+                mark_stale(self.engine)
+            elif not isinstance(exc, asyncpg.PostgresError | sqlite3.Error) and not self._survives(exc):
                 fairy.invalidate()
             raise
         finally:
@@ -282,6 +290,7 @@ class PostgresDialect(Dialect):
                 step.sequence_reserved,
                 [call_id for call_id, _ in step.tool_results],
                 [data for _, data in step.tool_results],
+                step.index,
             )
         return None if row is None else run_row(row)
 
@@ -437,6 +446,7 @@ class SqliteDialect(Dialect):
                 step.run_id,
                 step.owner,
                 step.sequence_reserved,
+                step.index,
             ),
             stamp,
             step.run_id,

@@ -17,7 +17,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from agentloop.settings import StartupError
+from agentloop.retry import STORE_RETRY_BUDGET_S
+from agentloop.settings import DB_TEMP_FILE_LIMIT, StartupError
 from gateway.store import migrate as migrations
 from gateway.store.engine import POOL_OVERFLOW, POOL_SIZE, make_engine, to_async_url
 from gateway.store.errors import scrubbed
@@ -63,7 +64,7 @@ async def check_reachable(url: str, connect_s: float = DEFAULT_CONNECT_S) -> Non
     """Connect and run `SELECT 1`, retrying for up to `connect_s`; DatabaseUnreachable if it never works.
 
     The same bounded, doubling backoff as the journal's store retries
-    (`gateway.journal.with_store_retries`), for the one moment before any run exists.
+    (`gateway.store.errors.with_store_retries`), for the one moment before any run exists.
     """
     engine = make_engine(url, pool_size=1, max_overflow=0)
     loop = asyncio.get_running_loop()
@@ -98,13 +99,23 @@ async def open_store(
     max_overflow: int = POOL_OVERFLOW,
     lease_s: float = DEFAULT_LEASE_S,
     connect_s: float = DEFAULT_CONNECT_S,
+    retry_budget_s: float = STORE_RETRY_BUDGET_S,
+    temp_file_limit: str | None = DB_TEMP_FILE_LIMIT,
 ) -> SqlStore:
     """A ready SqlStore; with `migrate` the schema is upgraded to the newest revision first.
 
     Raises DatabaseUnreachable when the database does not answer within `connect_s`.
+    `retry_budget_s` and `temp_file_limit`: see `gateway.store.sqlbase.SqlBase`.
     """
     resolved = resolve_url(url)
     await check_reachable(resolved, connect_s)
     if migrate:
         await migrations.upgrade_async(resolved)
-    return SqlStore(resolved, lease_s=lease_s, pool_size=pool_size, max_overflow=max_overflow)
+    return SqlStore(
+        resolved,
+        lease_s=lease_s,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        retry_budget_s=retry_budget_s,
+        temp_file_limit=temp_file_limit,
+    )

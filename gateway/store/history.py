@@ -19,7 +19,7 @@ from gateway.storable import storable
 from gateway.store import tables as t
 from gateway.store.base import CheckpointRow, CheckpointWrite, LeaseLost, RunRow
 from gateway.store.hotpath import StepWrite
-from gateway.store.rows import RUNNING, checkpoint_row, greatest, stored_event, utc_now
+from gateway.store.rows import RUNNING, checkpoint_row, greatest, run_row, stored_event, utc_now
 from gateway.store.scope import thread_key
 from gateway.store.sqlbase import SqlBase
 
@@ -69,11 +69,25 @@ class HistoryQueries(SqlBase):
             events=[(e.sequence, e.SerializeToString()) for e in events],
             sequence_reserved=write.sequence_reserved,
             tool_results=_storable_results(write.tool_results),
+            index=write.index,
         )
         row = await self._dialect.write_step(step)
         if row is None:
+            if write.index is not None and (done := await self._written_before(write, record)):
+                return done
             raise LeaseLost(f"run {write.run_id} is not running under owner {write.owner}")
         return row
+
+    async def _written_before(self, write: CheckpointWrite, record: bytes) -> RunRow | None:
+        """The run, when checkpoint `write.index` is this very write (stored by an earlier attempt)."""
+        cps = t.checkpoints.c
+        stmt = select(cps.record).where(cps.run_id == write.run_id, cps.idx == write.index)
+        async with self._read() as conn:
+            stored = (await conn.execute(stmt)).scalar_one_or_none()
+            if stored != record:
+                return None
+            row = (await conn.execute(select(t.runs).where(t.runs.c.run_id == write.run_id))).mappings().one()
+        return run_row(row)
 
     async def _insert_events(
         self, conn: AsyncConnection, run_id: str, events: Sequence[agent_pb2.RunEvent]

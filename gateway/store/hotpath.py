@@ -63,6 +63,9 @@ class StepWrite:
     sequence_reserved: int
     tool_results: list[tuple[str, bytes]]
     """(storable tool call id, serialized result) pairs, recorded as `record_tool_results` does."""
+    index: int | None
+    """The checkpoint number this write becomes, or None: written only at that count (see
+    `CheckpointWrite.index`)."""
 
 
 _RUN_COLUMNS = (
@@ -94,6 +97,7 @@ WITH owned AS (
         lease_expires_at = $6::timestamptz,
         updated_at = $7::timestamptz
     WHERE run_id = $1::text AND owner = $2::text AND status = '{RUNNING}'
+        AND ($16::integer IS NULL OR checkpoint_count = $16::integer - 1)
     RETURNING {_RUN_COLUMNS}
 ), thread AS (
     UPDATE threads
@@ -124,7 +128,7 @@ SELECT {_RUN_COLUMNS} FROM owned
 $8 message data, $9 record, $10 delta_bytes, $11 event sequences, $12 event data,
 $13 sequence_reserved (the owner's new reservation; a run that ends or pauses keeps none beyond its
 last event, so Resume numbers on without a gap), $14 tool call ids and $15 result data (recorded
-as PG_RECORD_TOOL_RESULTS records them)."""
+as PG_RECORD_TOOL_RESULTS records them), $16 the checkpoint number it becomes (NULL: any)."""
 
 PG_RECORD_TOOL_RESULTS = f"""
 WITH owned AS (
@@ -145,7 +149,7 @@ SET checkpoint_count = checkpoint_count + 1, last_sequence = max(last_sequence, 
     sequence_reserved = CASE WHEN ?2 = '{RUNNING}'
         THEN max(sequence_reserved, ?8) ELSE max(last_sequence, ?1) END,
     status = ?2, owner = ?3, lease_expires_at = ?4, updated_at = ?5
-WHERE run_id = ?6 AND owner = ?7 AND status = '{RUNNING}'
+WHERE run_id = ?6 AND owner = ?7 AND status = '{RUNNING}' AND (?9 IS NULL OR checkpoint_count = ?9 - 1)
 RETURNING {_RUN_COLUMNS}
 """
 _SQLITE_BUMP_THREAD = (

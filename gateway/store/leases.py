@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, case, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gateway.store import tables as t
@@ -34,20 +35,30 @@ class LeaseQueries(SqlBase):
             )
         return result.rowcount
 
-    async def claim_paused(self, run_id: str, owner: str, lease_s: float) -> bool:
+    async def claim_paused(
+        self, run_id: str, owner: str, lease_s: float, request_id: str | None = None
+    ) -> bool:
         now = utc_now()
         runs = t.runs.c
+        values: dict[str, Any] = {
+            "status": RUNNING,
+            "owner": owner,
+            "lease_expires_at": now + timedelta(seconds=lease_s),
+            "updated_at": now,
+        }
+        if request_id:
+            # Where the resumed run numbers on from (RunRow.next_sequence_base).
+            values["resume_request_id"] = request_id
+            values["resume_sequence"] = case(
+                (runs.sequence_reserved > runs.last_sequence, runs.sequence_reserved),
+                else_=runs.last_sequence,
+            )
         try:
             async with self._write() as conn:
                 result = await conn.execute(
                     update(t.runs)
                     .where(runs.run_id == run_id, runs.status == RunStatus.PAUSED.value)
-                    .values(
-                        status=RUNNING,
-                        owner=owner,
-                        lease_expires_at=now + timedelta(seconds=lease_s),
-                        updated_at=now,
-                    )
+                    .values(values)
                 )
         except IntegrityError:
             raise ThreadBusy(f"the thread of run {run_id} already has a running run") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,6 +10,7 @@ from sqlalchemy import and_, case, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agentloop.errors import FailedPrecondition, NotFound, Reason
+from agentloop.v1 import agent_pb2
 from gateway.store import tables as t
 from gateway.store.base import RequestReplayed, RunRow, RunStatus, ThreadBusy
 from gateway.store.rows import CANCELLED, QUEUED, RUNNING, expired, greatest, run_row, utc_now
@@ -41,13 +43,12 @@ class RunQueries(SqlBase):
         key = thread_key(user_id, thread_id)
         try:
             async with self._write() as conn:
-                # Touching the thread also keeps prune() from deleting it
-                # between this run's creation and its start.
-                touched = await conn.execute(
-                    update(t.threads).where(t.threads.c.thread_id == key).values(updated_at=now)
-                )
-                if touched.rowcount == 0:
-                    raise NotFound(f"thread {thread_id} not found", reason=Reason.THREAD_NOT_FOUND)
+                # The run first, the thread after. The insert may wait for
+                # another transaction holding a conflicting key (a concurrent
+                # attempt of the same request, a checkpoint of the thread's
+                # running run): holding the thread's row while waiting would
+                # deadlock with that checkpoint, which updates the run, then
+                # the thread.
                 row = (
                     (
                         await conn.execute(
@@ -74,14 +75,32 @@ class RunQueries(SqlBase):
                     .mappings()
                     .one()
                 )
+                # Touching the thread also keeps prune() from deleting it
+                # between this run's creation and its start.
+                await conn.execute(
+                    update(t.threads).where(t.threads.c.thread_id == key).values(updated_at=now)
+                )
         except IntegrityError:
-            # The user's request id, the primary key, or (started) the one-RUNNING-run-per-thread index.
+            # This very run (a retry of an insert whose commit was not
+            # acknowledged), the user's request id, the thread (missing), or
+            # (started) the one-RUNNING-run-per-thread index.
+            if (mine := await self.get_run(run_id)) is not None:
+                if mine.thread_id == thread_id and mine.user_id == user_id and mine.request == request:
+                    return mine
+                raise FailedPrecondition(f"run {run_id} already exists") from None
             if request_id is not None and (replayed := await self.run_by_request(user_id, request_id)):
                 raise RequestReplayed(replayed.run_id) from None
-            if not started or await self.get_run(run_id) is not None:
-                raise FailedPrecondition(f"run {run_id} already exists") from None
+            if not await self._thread_exists(key):
+                raise NotFound(f"thread {thread_id} not found", reason=Reason.THREAD_NOT_FOUND) from None
+            if not started:
+                raise
             raise ThreadBusy(f"thread {thread_id} already has a running run") from None
         return run_row(row)
+
+    async def _thread_exists(self, key: str) -> bool:
+        async with self._read() as conn:
+            found = await conn.execute(select(t.threads.c.thread_id).where(t.threads.c.thread_id == key))
+            return found.first() is not None
 
     async def start_run(self, run_id: str, owner: str, lease_s: float, reserve: int = 0) -> RunRow:
         """Raises NotFound for an unknown run and FailedPrecondition for one that is not QUEUED."""
@@ -193,6 +212,48 @@ class RunQueries(SqlBase):
         if row is None:
             raise NotFound(f"run {run_id} not found", reason=Reason.RUN_NOT_FOUND)
         return run_row(row)
+
+    async def end_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        events: Sequence[agent_pb2.RunEvent],
+        *,
+        owner: str,
+        unstarted: bool = False,
+    ) -> bool:
+        runs = t.runs.c
+        last = max((e.sequence for e in events), default=0)
+        conditions = [
+            runs.run_id == run_id,
+            runs.status.in_((QUEUED, RUNNING)),
+            or_(runs.owner == owner, runs.owner.is_(None)),
+        ]
+        if unstarted:
+            conditions.append(runs.checkpoint_count == 0)
+        async with self._write() as conn:
+            ended = await conn.execute(
+                update(t.runs)
+                .where(*conditions)
+                .values(
+                    status=status.value,
+                    owner=None,
+                    lease_expires_at=None,
+                    last_sequence=greatest(runs.last_sequence, last),
+                    sequence_reserved=greatest(runs.sequence_reserved, last),
+                    updated_at=utc_now(),
+                )
+            )
+            if ended.rowcount != 1:
+                return False
+            if events:
+                # A retry of a write whose commit was not acknowledged finds the run ended
+                # and writes nothing (False): the same outcome as a lost race.
+                rows = [
+                    {"run_id": run_id, "sequence": e.sequence, "data": e.SerializeToString()} for e in events
+                ]
+                await conn.execute(t.run_events.insert(), rows)
+        return True
 
     async def set_status(self, run_id: str, status: RunStatus) -> RunRow:
         """Raises NotFound for an unknown run (ThreadBusy when forcing RUNNING onto a busy thread)."""

@@ -19,10 +19,14 @@ else is SQLAlchemy Core, where clarity is worth more than its per-call cost.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any, TypeVar
+
 from sqlalchemy import text
 
 from gateway.store.base import Store
 from gateway.store.engine import SQLITE_BUSY_TIMEOUT_MS, make_engine, to_async_url
+from gateway.store.errors import retried
 from gateway.store.history import HistoryQueries
 from gateway.store.leases import LeaseQueries
 from gateway.store.memories import MemoryQueries
@@ -36,6 +40,29 @@ from gateway.store.threads import ThreadQueries
 __all__ = ["DEFAULT_LEASE_S", "SQLITE_BUSY_TIMEOUT_MS", "SqlStore", "make_engine", "to_async_url"]
 
 
+_C = TypeVar("_C", bound=type[Any])
+NOT_RETRIED = frozenset({"ping", "close"})
+"""`ping` answers the health probe at once, whatever the database's state; `close` only closes."""
+
+
+def _retrying(cls: _C) -> _C:
+    """Every `Store` method of `cls` retried through `gateway.store.errors.retried` (but NOT_RETRIED).
+
+    One place, so that no caller (an RPC handler, a run, a background loop)
+    sees a database that is coming back as anything but a short wait, or,
+    past the store's retry budget, StoreUnavailable. The methods are safe to
+    run again after a failure whose outcome is unknown: reads, and writes
+    that find their own first attempt's work (an insert of the same key, a
+    compare-and-set the caller already won) and keep it.
+    """
+    for name, _ in inspect.getmembers(Store, inspect.iscoroutinefunction):
+        if name.startswith("_") or name in NOT_RETRIED:
+            continue
+        setattr(cls, name, retried(getattr(cls, name)))
+    return cls
+
+
+@_retrying
 class SqlStore(
     ThreadQueries,
     RunQueries,

@@ -13,6 +13,8 @@ from contextlib import asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from agentloop.retry import STORE_RETRY_BUDGET_S
+from agentloop.settings import DB_TEMP_FILE_LIMIT
 from gateway.store.dialects import dialect_for
 from gateway.store.engine import POOL_OVERFLOW, POOL_SIZE, make_engine
 from gateway.store.errors import scrubbed
@@ -26,6 +28,11 @@ class SqlBase:
     `lease_s` is how long `write_checkpoint` and `record_tool_results` extend
     the writer's lease: the methods that take no lease argument but prove the
     owner is alive.
+
+    `retry_budget_s` is how long each method retries a database that is
+    away, restarting or refusing connections before it raises
+    StoreUnavailable (UNAVAILABLE with RetryInfo); see
+    `gateway.store.errors.retried`. `temp_file_limit`: see `make_engine`.
     """
 
     def __init__(
@@ -35,10 +42,15 @@ class SqlBase:
         lease_s: float = DEFAULT_LEASE_S,
         pool_size: int = POOL_SIZE,
         max_overflow: int = POOL_OVERFLOW,
+        retry_budget_s: float = STORE_RETRY_BUDGET_S,
+        temp_file_limit: str | None = DB_TEMP_FILE_LIMIT,
     ) -> None:
-        self._engine = make_engine(url, pool_size=pool_size, max_overflow=max_overflow)
+        self._engine = make_engine(
+            url, pool_size=pool_size, max_overflow=max_overflow, temp_file_limit=temp_file_limit
+        )
         self._dialect = dialect_for(self._engine)
         self.lease_s = lease_s
+        self.retry_budget_s = retry_budget_s
 
     @property
     def engine(self) -> AsyncEngine:

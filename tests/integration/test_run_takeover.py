@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from google.rpc import code_pb2
 
+from agentloop.errors import status_from_metadata
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from gateway.store.base import RunStatus
 from gateway.store.sql import SqlStore
@@ -155,6 +155,11 @@ async def postgres_behind_proxy() -> AsyncIterator[tuple[str, str, FlakyProxy]]:
             await proxy.close()
 
 
+async def _drain_into(call: AsyncIterator[agent_pb2.RunResponse], seen: list[agent_pb2.RunEvent]) -> None:
+    async for response in call:
+        seen.append(response.event)
+
+
 async def test_a_run_outliving_the_store_retry_budget_finishes_once_the_database_is_back(
     postgres_behind_proxy: tuple[str, str, FlakyProxy],
 ) -> None:
@@ -174,16 +179,22 @@ async def test_a_run_outliving_the_store_retry_budget_finishes_once_the_database
                 # The slow call finishes during the outage; recording it outlasts the budget.
                 proxy.cut()
                 break
-        async for response in call:
-            seen.append(response.event)
-            if response.event.WhichOneof("event") in ("final", "error"):
-                break
-        assert seen[-1].WhichOneof("event") == "error"
-        assert seen[-1].error.code == code_pb2.UNAVAILABLE
-        assert "database is unavailable" in seen[-1].error.message
+        # The run has not failed, so no error event says it did: the stream ends UNAVAILABLE, with
+        # RetryInfo, once following the run from the store outlasts the budget too.
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await _drain_into(call, seen)
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "database is unavailable" in (info.value.details() or "")
+        details = status_from_metadata(info.value.trailing_metadata() or ()).details
+        assert any(d.type_url.endswith("google.rpc.RetryInfo") for d in details)
+        assert [e for e in seen if e.WhichOneof("event") in ("final", "error")] == []
         await asyncio.sleep(1.0)  # the outage goes on past the retry budget
         proxy.restore()
         run_id = seen[0].run_id
+        # The client reattaches where it left off and sees the run's real ending.
+        request = agent_pb2.WatchRequest(run_id=run_id, user_id="ana", after_sequence=seen[-1].sequence)
+        rest = [r.event async for r in stack.agent.Watch(request, timeout=LEASE_S * 3)]
+        assert final_of(rest).final_reply == "All counted: counted step-2."
 
         deadline = time.monotonic() + LEASE_S * 3
         while (run := await direct.get_run(run_id)) is None or run.status is RunStatus.RUNNING:

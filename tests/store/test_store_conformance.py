@@ -101,9 +101,11 @@ async def test_create_run_rejects_unknown_thread_and_duplicate_id(store: SqlStor
     with pytest.raises(NotFound):
         await store.create_run("r1", "no-such-thread", USER, b"")
     await store.create_thread("t1", USER)
-    await store.create_run("r1", "t1", USER, b"")
+    first = await store.create_run("r1", "t1", USER, b"")
     with pytest.raises(FailedPrecondition):
-        await store.create_run("r1", "t1", USER, b"")
+        await store.create_run("r1", "t1", USER, b"another request")
+    # The same insert again (a retry whose first commit was not acknowledged) finds its run.
+    assert await store.create_run("r1", "t1", USER, b"") == first
 
 
 async def test_start_run_takes_ownership_with_a_lease(store: SqlStore) -> None:
@@ -148,6 +150,32 @@ async def test_concurrent_start_of_two_runs_on_one_thread_lets_exactly_one_win(
 
 
 # --- checkpoints -------------------------------------------------------------
+
+
+async def test_a_checkpoint_written_again_by_a_retry_is_stored_once(store: SqlStore) -> None:
+    """A retry of a write whose COMMIT went through unacknowledged (a connection lost then)."""
+    await running(store, "r1", "t1")
+    write = CheckpointWrite(
+        run_id="r1",
+        owner=A,
+        record=record(message_count=1, last_sequence=1),
+        new_messages=[msg("hello")],
+        events=[event("r1", 1)],
+        index=1,
+    )
+    first = await store.write_checkpoint(write)
+    again = await store.write_checkpoint(write)
+    assert again.checkpoint_count == first.checkpoint_count == 1
+    assert await store.thread_messages("t1", user_id=USER) == [msg("hello")]
+    assert [c.index for c in await store.list_checkpoints("t1", "r1", 0, 10, user_id=USER)] == [1]
+    # A write whose number was taken by another checkpoint is not this one: the owner lost track.
+    with pytest.raises(LeaseLost):
+        await store.write_checkpoint(
+            CheckpointWrite(run_id="r1", owner=A, record=record(node="other"), index=1)
+        )
+    assert (
+        await store.write_checkpoint(CheckpointWrite(run_id="r1", owner=A, record=record(), index=2))
+    ).checkpoint_count == 2
 
 
 async def test_write_checkpoint_appends_messages_record_and_events_atomically(store: SqlStore) -> None:

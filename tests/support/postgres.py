@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import glob
 import os
 import pwd
@@ -199,3 +200,82 @@ async def fresh_postgres_url() -> AsyncIterator[str]:
     """Fixture body: a fresh database's `postgresql+asyncpg://` URL, dropped afterwards."""
     async with fresh_postgres_database() as url:
         yield url
+
+
+class PrivateCluster:
+    """A Postgres cluster of the test's own (initdb'd in a temporary directory, on a free port).
+
+    For tests that stop, restart or crash the server: never the shared one
+    other tests (and other test processes) use. Runs as the `postgres` OS
+    user when the tests run as root (initdb refuses root).
+    """
+
+    def __init__(self) -> None:
+        initdb, pg_ctl = _find_binary("initdb"), _find_binary("pg_ctl")
+        if initdb is None or pg_ctl is None:
+            raise PostgresUnavailable("a private Postgres cluster needs initdb and pg_ctl on this machine")
+        self._pg_ctl = pg_ctl
+        self._prefix: list[str] = []
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentloop-private-pg-"))
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.workdir, user.pw_uid, user.pw_gid)
+            self._prefix = ["runuser", "-u", "postgres", "--"]
+        self.data = self.workdir / "data"
+        self.port = free_port()
+        command = [*self._prefix, initdb, "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8"]
+        subprocess.run(
+            [*command, "--no-sync"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    @property
+    def url(self) -> str:
+        """The `postgres` database's asyncpg URL."""
+        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _ctl(self, *args: str) -> None:
+        options = f"-p {self.port} -k {self.workdir} -h 127.0.0.1 -c fsync=off -c full_page_writes=off"
+        log_file = str(self.workdir / "log")
+        subprocess.run(
+            [*self._prefix, self._pg_ctl, "-D", str(self.data), "-o", options, "-l", log_file, *args],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        self._ctl("-w", "start")
+
+    def restart(self, mode: str = "fast") -> None:
+        """Stop the server (`fast`: every session is terminated; `immediate`: a crash) and start it again.
+
+        Returns as soon as the server was told to start: it may still answer
+        "the database system is starting up" for a moment, as a restarted
+        server does.
+        """
+        self._ctl("-m", mode, "-W", "restart")
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server."""
+        self._ctl("-m", mode, "-w", "stop")
+
+    def close(self) -> None:
+        """Stop the server (if it runs) and delete its files."""
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            self.stop("immediate")
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@asynccontextmanager
+async def private_cluster() -> AsyncIterator[PrivateCluster]:
+    """A started PrivateCluster for the block, deleted afterwards."""
+    cluster = await asyncio.to_thread(PrivateCluster)
+    try:
+        await asyncio.to_thread(cluster.start)
+        yield cluster
+    finally:
+        await asyncio.to_thread(cluster.close)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from google.rpc import code_pb2
-
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink
 
@@ -106,15 +104,6 @@ def test_results_the_next_checkpoint_records_hold_what_follows_until_it_commits(
     assert drained(queue) == []
 
 
-def test_an_error_that_cannot_be_stored_drops_the_results_that_waited_for_a_checkpoint() -> None:
-    sink = reserved_sink()
-    queue = sink.subscribe()
-    sink.hold_until_stored()
-    sink.tool_end(common_pb2.ToolResult(tool_call_id="c1", name="add", content="4"))
-    sink.error("UNAVAILABLE", "the database is unavailable", "tools", stored=False)
-    assert [e.WhichOneof("event") for e in drained(queue)] == ["error"]
-
-
 def test_closing_drops_what_nobody_saw() -> None:
     sink = reserved_sink()
     queue = sink.subscribe()
@@ -122,10 +111,3 @@ def test_closing_drops_what_nobody_saw() -> None:
     sink.close()
     assert drained(queue) == [END_OF_RUN]
     assert sink.history == []
-
-
-def test_an_error_that_cannot_be_stored_is_still_sent_when_its_number_is_reserved() -> None:
-    sink = reserved_sink(5)
-    queue = sink.subscribe()
-    sink.error("UNAVAILABLE", "the database is unavailable", "store", stored=False)
-    assert [e.error.code for e in drained(queue)] == [code_pb2.UNAVAILABLE]
