@@ -78,6 +78,8 @@ class Reason(StrEnum):
     """UNAVAILABLE (Reasoner): the model endpoint's answer cannot be read."""
     UNKNOWN_MODEL = "UNKNOWN_MODEL"
     """INVALID_ARGUMENT: the request names a model the Reasoner does not serve."""
+    DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    """UNAVAILABLE: the gateway's database stayed unreachable for the store's retry budget."""
 
 
 class AgentloopError(Exception):

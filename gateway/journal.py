@@ -154,10 +154,10 @@ class RunJournal:
             lambda: self._store.add_memory(user_id, text), "keep a memory", self._budget_s
         )
 
-    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        """The user's facts, newest first, retried like a checkpoint (`gateway.memory.Memories`)."""
+    async def list_memories(self, user_id: str, limit: int | None = None) -> list[Memory]:
+        """The user's newest facts, newest first, retried like a checkpoint (`gateway.memory.Memories`)."""
         return await with_store_retries(
-            lambda: self._store.list_memories(user_id, limit, offset), "recall memories", self._budget_s
+            lambda: self._store.list_memories(user_id, limit), "recall memories", self._budget_s
         )
 
     async def tool_result(self, run_id: str, result: common_pb2.ToolResult) -> None:

@@ -41,8 +41,8 @@ class Memories(Protocol):
         """Keep a fact for `user_id`."""
         ...
 
-    async def list_memories(self, user_id: str, limit: int | None = None, offset: int = 0) -> list[Memory]:
-        """The user's facts, newest first; at most `limit` of them from position `offset`."""
+    async def list_memories(self, user_id: str, limit: int | None = None) -> list[Memory]:
+        """The user's newest facts, newest first; at most `limit` of them."""
         ...
 
 

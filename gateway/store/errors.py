@@ -40,7 +40,7 @@ import asyncpg.exceptions
 import sqlalchemy.exc
 from sqlalchemy.exc import StatementError
 
-from agentloop.errors import ResourceExhausted, Unavailable
+from agentloop.errors import Reason, ResourceExhausted, Unavailable
 from agentloop.retry import STORE_BACKOFF, STORE_RETRY_BUDGET_S
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ class StoreUnavailable(Unavailable):
         # The driver's type, not its message: that may name the database's host and port.
         super().__init__(
             f"the database is unavailable ({what}: {type(driver_error(cause)).__name__}); retry later",
-            reason="DATABASE_UNAVAILABLE",
+            reason=Reason.DATABASE_UNAVAILABLE,
             retry_delay_s=1.0,
         )
 
@@ -170,8 +170,7 @@ class QueryTooLarge(ResourceExhausted):
         limit = _LIMIT_SQLSTATES.get(sqlstate(cause), "one of its limits")
         super().__init__(
             f"the database stopped {what}: it needed more than {limit} allows; "
-            "ask for less at once (a smaller page)",
-            reason="QUERY_TOO_LARGE",
+            "ask for less at once (a smaller page)"
         )
 
 

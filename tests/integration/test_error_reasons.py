@@ -10,6 +10,7 @@ reasons the code can raise with (mypy holds every raise to that type).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +29,7 @@ from agentloop.settings import GATEWAY_LIMITS, GatewaySettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2, reasoner_pb2
 from gateway.service import Gateway
 from gateway.service import create_server as create_gateway
+from tests.support.postgres import private_cluster
 from tests.support.scripts import add_scenario
 from tests.support.stack import Stack, start_stack
 from tests.support.tools import make_registry
@@ -93,6 +95,27 @@ async def started_slow_run(agent: agent_pb2_grpc.AgentStub, thread_id: str) -> s
         if response.event.WhichOneof("event") == "tool_start":
             return response.event.run_id
     raise AssertionError("the slow run ended before its tool started")
+
+
+async def database_down(stack: Stack) -> tuple[str, str]:
+    """DATABASE_UNAVAILABLE: a gateway on a Postgres of its own that stops, asked for a thread."""
+    async with private_cluster() as cluster:
+        settings = dataclasses.replace(
+            GatewaySettings(),
+            port=0,
+            reasoner_addr=f"127.0.0.1:{stack.reasoner.port}",
+            tools_addr=f"127.0.0.1:{stack.tools.port}",
+            database_url=cluster.url,
+            store_retry_budget_s=0.5,
+        )
+        gateway = await create_gateway(settings)
+        try:
+            await asyncio.to_thread(cluster.stop)
+            agent = agent_pb2_grpc.AgentStub(stack.channel_to(gateway.port))
+            request = agent_pb2.GetThreadRequest(thread_id="any", user_id="ana")
+            return await failure(lambda: agent.GetThread(request, timeout=30))
+        finally:
+            await gateway.aclose(0)
 
 
 @pytest.fixture
@@ -271,6 +294,7 @@ async def test_every_documented_reason_is_sent_as_documented(
     # (two client addresses), with a share of one run per caller, two calls per address, four in all.
     for row, code in (await bounded_callers(stack, database_url)).items():
         saw(code, row)
+    saw(await database_down(stack), "DATABASE_UNAVAILABLE")
 
     documented = documented_reasons()
     assert set(seen) == set(documented), "every row provoked, and nothing else"
