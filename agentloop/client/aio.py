@@ -28,9 +28,9 @@ import grpc
 from agentloop.client import _convert
 from agentloop.client import events as ev
 from agentloop.client.errors import RETRYABLE, ClientError
-from agentloop.retry import CLIENT_REATTACH_ATTEMPTS, CLIENT_REATTACH_BACKOFF_S, Backoff
-from agentloop.security import TlsSettings, open_channel
-from agentloop.settings import gateway_addr
+from agentloop.kernel.retry import CLIENT_REATTACH_ATTEMPTS, CLIENT_REATTACH_BACKOFF_S, Backoff
+from agentloop.kernel.settings import TlsSettings, gateway_addr
+from agentloop.kernel.tls import open_channel
 from agentloop.v1 import agent_pb2_grpc
 
 T = TypeVar("T")

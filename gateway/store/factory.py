@@ -17,8 +17,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from agentloop.retry import STORE_RETRY_BUDGET_S
-from agentloop.settings import DB_TEMP_FILE_LIMIT, StartupError
+from agentloop.kernel.retry import STORE_RETRY_BUDGET_S
+from agentloop.kernel.setting_errors import StartupError
+from agentloop.kernel.settings import DB_TEMP_FILE_LIMIT
 from gateway.store import migrate as migrations
 from gateway.store.engine import POOL_OVERFLOW, POOL_SIZE, make_engine, to_async_url
 from gateway.store.errors import scrubbed

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from agentloop import logs
-from agentloop.logs import REDACTED, JsonFormatter, RedactingFilter, make_handler, secrets_from_env
+from agentloop.kernel import logs
+from agentloop.kernel.logs import REDACTED, JsonFormatter, RedactingFilter, make_handler, secrets_from_env
 
 API_KEY = "sk-proj-Abc123def456GHI789jkl"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop.settings import GatewaySettings, ReasonerSettings, SettingError, ToolSettings, gateway_addr
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, ToolSettings, gateway_addr
 
 
 def test_defaults_point_the_services_at_each_other() -> None:

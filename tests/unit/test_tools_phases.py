@@ -7,8 +7,9 @@ import json
 from collections.abc import Awaitable, Callable
 
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway import acting
-from gateway.acting import (
+from gateway.journal.state import StopReason, Update
+from gateway.loop import acting
+from gateway.loop.acting import (
     _Round,
     approval_gate,
     as_approved,
@@ -20,8 +21,7 @@ from gateway.acting import (
     screen,
     tools,
 )
-from gateway.run_context import FINAL_ANSWER_TOOL
-from gateway.state import StopReason, Update
+from gateway.loop.run_context import FINAL_ANSWER_TOOL
 from tests.support.waiting import assert_eventually
 from tests.unit.fakes import FakeTools, Harness, asks, call, kinds, new_run
 

@@ -1,0 +1,371 @@
+"""Run events as clients see them: numbered, stamped with run and thread, fanned out live.
+
+The sink is synchronous on purpose: a node that emits a token must not wait
+for any client, and numbering must not depend on scheduling. Each event goes
+to three places: every live subscriber's queue, the run's in-memory history
+(replayed to late watchers) and a buffer the runner persists with the next
+checkpoint.
+
+Two rules keep a number from ever meaning two events:
+
+- Reservation. An event reaches nobody until its number is durably reserved
+  for this owner (`reserved`, the runs row's `sequence_reserved`). The
+  journal reserves a block ahead, in the background when half of it is used
+  and with every checkpoint, so in practice nothing waits. A gateway taking
+  the run over numbers above the reserved mark: events lost with a dead owner
+  leave a gap, never a reused number.
+- Terminal events (`final`, `error`) reach nobody until the checkpoint that
+  stores them has committed: a client never sees an outcome the store lacks,
+  not even a failure that could not be stored (that run has not ended: it
+  goes on from its last checkpoint, and its clients follow it from the store).
+  Nor does it see a tool result the store lacks: results that the next
+  checkpoint records (`hold_until_stored`) hold their events back for it too.
+
+Streamed tokens are delivered live one by one, but history and the persist
+buffer keep them coalesced (consecutive tokens of a step joined into one
+event numbered like the last of them, up to `TOKEN_COALESCE_BYTES`), so a
+long answer costs its text, not an event per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import grpc
+
+from agentloop.kernel.wellknown import duration
+from agentloop.v1 import agent_pb2, common_pb2
+
+# Marks the end of a run's event stream in subscriber queues.
+END_OF_RUN: agent_pb2.RunEvent = agent_pb2.RunEvent()
+
+RESERVE_BLOCK = 1024
+"""Event numbers reserved per store write; a new block is asked for when half of one is used."""
+TOKEN_COALESCE_BYTES = 4096
+"""Most token text one coalesced history/persisted event carries."""
+
+
+def stop_reason_value(reason: str | None) -> agent_pb2.StopReason.ValueType:
+    """The wire enum of a stop reason ("completed" → STOP_REASON_COMPLETED; "" or None → UNSPECIFIED)."""
+    if not reason:
+        return agent_pb2.STOP_REASON_UNSPECIFIED
+    return agent_pb2.StopReason.Value(f"STOP_REASON_{reason.upper()}")
+
+
+def decision_kind_value(kind: str) -> agent_pb2.DecisionKind.ValueType:
+    """The wire enum of a decision kind ("loop_detected" → DECISION_KIND_LOOP_DETECTED)."""
+    return agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")
+
+
+def code_value(name: str) -> int:
+    """The google.rpc.Code number of a gRPC status code name ("UNAVAILABLE" → 14)."""
+    code: int = grpc.StatusCode[name].value[0]
+    return code
+
+
+def status_code(value: int) -> grpc.StatusCode:
+    """The gRPC status code of a google.rpc.Code number (UNKNOWN for a number gRPC does not know)."""
+    for code in grpc.StatusCode:
+        if code.value[0] == value:
+            return code
+    return grpc.StatusCode.UNKNOWN
+
+
+def is_terminal(event: agent_pb2.RunEvent) -> bool:
+    """A final or error event: the last a run sends."""
+    return event.WhichOneof("event") in ("final", "error")
+
+
+class EventSink:
+    """Numbers RunEvents and hands them to subscribers, history and the persist buffer."""
+
+    def __init__(self, run_id: str, thread_id: str, last_sequence: int = 0) -> None:
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self.sequence = last_sequence
+        self.first_sequence = last_sequence + 1
+        """The first number this sink hands out; earlier events are in the store."""
+        self.reserved = last_sequence
+        """Numbers up to here are durably reserved for this owner and may be delivered."""
+        self.persisted = last_sequence
+        """Events up to here are stored."""
+        self._history = EventLog()
+        self._pending = EventLog()
+        self._held: deque[agent_pb2.RunEvent] = deque()
+        self._barrier: int | None = None
+        self._subscribers: list[asyncio.Queue[agent_pb2.RunEvent]] = []
+        self.closed = False
+        self.on_reserve: Callable[[int], None] | None = None
+        """Called with a number to reserve up to when the reservation runs low (the journal sets it)."""
+        self._reserving = 0
+
+    # --- fan-out -------------------------------------------------------------
+    def subscribe(self) -> asyncio.Queue[agent_pb2.RunEvent]:
+        """A queue receiving every event delivered from now on, then END_OF_RUN."""
+        queue: asyncio.Queue[agent_pb2.RunEvent] = asyncio.Queue()
+        if self.closed:
+            queue.put_nowait(END_OF_RUN)
+        else:
+            self._subscribers.append(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[agent_pb2.RunEvent]) -> None:
+        """Stop delivering to `queue`."""
+        if queue in self._subscribers:
+            self._subscribers.remove(queue)
+
+    @property
+    def subscriber_count(self) -> int:
+        """How many live streams follow the run."""
+        return len(self._subscribers)
+
+    @property
+    def history(self) -> list[agent_pb2.RunEvent]:
+        """Events delivered so far by this sink (tokens coalesced), for late followers."""
+        return self._history.events
+
+    @property
+    def held_count(self) -> int:
+        """Events numbered but not yet deliverable (waiting for a reservation or their checkpoint)."""
+        return len(self._held)
+
+    def close(self) -> None:
+        """The run is over here (ended, paused, or lost): tell every subscriber.
+
+        Events still held were never seen by anyone; they are dropped, so their
+        numbers (above the reservation, or a terminal event never stored) are
+        free for whoever continues the run.
+        """
+        self.closed = True
+        self._held.clear()
+        for queue in self._subscribers:
+            queue.put_nowait(END_OF_RUN)
+        self._subscribers.clear()
+
+    def drain(self) -> list[agent_pb2.RunEvent]:
+        """Events emitted since the last drain, for the next checkpoint write."""
+        return self._pending.take()
+
+    def next_reservation(self) -> int:
+        """What the next store write should reserve up to: a block beyond the last number handed out."""
+        return max(self.reserved, self.sequence + RESERVE_BLOCK)
+
+    def reserved_upto(self, upto: int) -> None:
+        """The store now holds a reservation up to `upto`: deliver what it covers."""
+        self.reserved = max(self.reserved, upto)
+        self._reserving = 0 if self._reserving <= self.reserved else self._reserving
+        self._release()
+
+    def reservation_failed(self) -> None:
+        """The background reservation did not happen; the next event asks again."""
+        self._reserving = 0
+
+    def stored_upto(self, sequence: int) -> None:
+        """A checkpoint holding every event up to `sequence` committed: deliver what waited for it."""
+        self.persisted = max(self.persisted, sequence)
+        if self._barrier is not None and self._barrier <= self.persisted:
+            self._barrier = None
+        self._release()
+
+    def hold_until_stored(self) -> None:
+        """Events from the next one on reach nobody until a checkpoint has stored them.
+
+        For what the next checkpoint itself records (a tool round's last
+        results): their events wait for that commit, like a terminal event.
+        """
+        if self._barrier is None:
+            self._barrier = self.sequence + 1
+
+    def _deliverable(self, event: agent_pb2.RunEvent) -> bool:
+        if event.sequence > self.reserved:
+            return False
+        return self._barrier is None or event.sequence < self._barrier or event.sequence <= self.persisted
+
+    def _release(self) -> None:
+        while self._held and self._deliverable(self._held[0]):
+            self._deliver(self._held.popleft())
+
+    def _deliver(self, event: agent_pb2.RunEvent) -> None:
+        self._history.add(event)
+        for queue in self._subscribers:
+            queue.put_nowait(event)
+
+    def _emit(self, event: agent_pb2.RunEvent) -> None:
+        self._pending.add(event)
+        if is_terminal(event) and self._barrier is None:
+            self._barrier = event.sequence
+        if not self._held and self._deliverable(event):
+            self._deliver(event)
+        else:
+            self._held.append(event)
+
+    def _new(self) -> agent_pb2.RunEvent:
+        self.sequence += 1
+        low = self.sequence + RESERVE_BLOCK // 2 > self.reserved
+        if low and not self._reserving and self.on_reserve is not None:
+            self._reserving = self.next_reservation()
+            self.on_reserve(self._reserving)
+        return agent_pb2.RunEvent(run_id=self.run_id, sequence=self.sequence, thread_id=self.thread_id)
+
+    # --- event kinds -----------------------------------------------------------
+    def node_start(self, node: str, step: int) -> None:
+        """A node of the graph begins."""
+        ev = self._new()
+        ev.node_start.node = node
+        ev.node_start.step = step
+        self._emit(ev)
+
+    def node_end(self, node: str, step: int, duration_ms: float) -> None:
+        """A node of the graph finished (emitted once its checkpoint is committed)."""
+        ev = self._new()
+        ev.node_end.node = node
+        ev.node_end.step = step
+        ev.node_end.duration.CopyFrom(duration(duration_ms / 1000))
+        self._emit(ev)
+
+    def token(self, step: int, token: str = "", reasoning_token: str = "") -> None:
+        """A piece of streamed model output."""
+        ev = self._new()
+        if reasoning_token:
+            ev.llm_token.reasoning_token = reasoning_token
+        else:
+            ev.llm_token.token = token
+        ev.llm_token.step = step
+        self._emit(ev)
+
+    def tool_start(self, name: str, arguments_json: str, tool_call_id: str) -> None:
+        """A tool call began running."""
+        ev = self._new()
+        ev.tool_start.name = name
+        ev.tool_start.arguments_json = arguments_json
+        ev.tool_start.tool_call_id = tool_call_id
+        self._emit(ev)
+
+    def tool_end(self, result: common_pb2.ToolResult) -> None:
+        """A tool call produced its one result."""
+        ev = self._new()
+        ev.tool_end.name = result.name
+        ev.tool_end.tool_call_id = result.tool_call_id
+        ev.tool_end.result.CopyFrom(result)
+        self._emit(ev)
+
+    def final(self, final: agent_pb2.RunFinal) -> None:
+        """The run's outcome; the last event of a successful run."""
+        ev = self._new()
+        ev.final.CopyFrom(final)
+        self._emit(ev)
+
+    def decision(self, kind: str, detail: str) -> None:
+        """A judgement of the loop (loop detected, a hint given, memory stored, a hook acted...)."""
+        ev = self._new()
+        ev.decision.kind = decision_kind_value(kind)
+        ev.decision.detail = detail
+        self._emit(ev)
+
+    def interrupt(self, pending: list[common_pb2.ToolCall], reason: str) -> None:
+        """The run pauses until a human decides on `pending`."""
+        ev = self._new()
+        ev.interrupt.pending.extend(pending)
+        ev.interrupt.reason = reason
+        self._emit(ev)
+
+    def error(self, code: str, message: str, node: str) -> None:
+        """The run failed; the last event of a failed run (delivered once a checkpoint stored it).
+
+        There is no error a run sends without storing it: a run that cannot
+        store its failure (the database went away) has not ended, and whoever
+        continues it decides its ending; its clients follow that from the store.
+        """
+        ev = self._new()
+        ev.error.code = code_value(code)
+        ev.error.message = message
+        ev.error.node = node
+        self._emit(ev)
+
+
+_JOIN_EVERY = 32
+"""Token strings a _TokenRun holds before joining them (a str object per token costs ~60 bytes)."""
+
+
+@dataclass
+class _TokenRun:
+    """Consecutive tokens of one step, kept as Python strings until someone reads them.
+
+    Not a growing protobuf string: upb keeps every value ever assigned to a
+    field in the message's arena, so appending to one costs quadratic memory.
+    """
+
+    first: agent_pb2.RunEvent
+    sequence: int
+    tokens: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, event: agent_pb2.RunEvent) -> None:
+        self.sequence = event.sequence
+        token = event.llm_token
+        if token.token:
+            self.tokens.append(token.token)
+            if len(self.tokens) >= _JOIN_EVERY:
+                self.tokens = ["".join(self.tokens)]
+        if token.reasoning_token:
+            self.reasoning.append(token.reasoning_token)
+            if len(self.reasoning) >= _JOIN_EVERY:
+                self.reasoning = ["".join(self.reasoning)]
+        self.size += len(token.token) + len(token.reasoning_token)
+
+    def event(self) -> agent_pb2.RunEvent:
+        first = self.first
+        joined = agent_pb2.RunEvent(run_id=first.run_id, sequence=self.sequence, thread_id=first.thread_id)
+        joined.llm_token.step = first.llm_token.step
+        if self.reasoning:
+            joined.llm_token.reasoning_token = "".join(self.reasoning)
+        else:
+            joined.llm_token.token = "".join(self.tokens)
+        return joined
+
+
+class EventLog:
+    """Events in order, where consecutive tokens of one step are joined (history, persist buffer).
+
+    A joined event takes the newest number, so a replay from before the
+    tokens gets all of their text once.
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[agent_pb2.RunEvent | _TokenRun] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def events(self) -> list[agent_pb2.RunEvent]:
+        return [e.event() if isinstance(e, _TokenRun) else e for e in self._entries]
+
+    def add(self, event: agent_pb2.RunEvent) -> None:
+        if event.WhichOneof("event") != "llm_token":
+            self._entries.append(event)
+            return
+        last = self._entries[-1] if self._entries else None
+        if (
+            isinstance(last, _TokenRun)
+            and last.first.llm_token.step == event.llm_token.step
+            and last.first.llm_token.WhichOneof("content") == event.llm_token.WhichOneof("content")
+            and last.size < TOKEN_COALESCE_BYTES
+        ):
+            last.add(event)
+            return
+        if isinstance(last, _TokenRun):
+            self._entries[-1] = last.event()  # full (or another step's): one message from now on
+        run = _TokenRun(first=event, sequence=event.sequence)
+        run.add(event)
+        self._entries.append(run)
+
+    def take(self) -> list[agent_pb2.RunEvent]:
+        """Everything so far, leaving the log empty."""
+        events = self.events
+        self._entries = []
+        return events
