@@ -38,12 +38,13 @@ from gateway.runs.following import Followers
 from gateway.runs.live import LiveEvents
 from gateway.runs.observe import traced_run
 from gateway.runs.options import (
+    RunLikeRequest,
     check_decisions,
     new_turn_messages,
     run_config,
 )
 from gateway.runs.recovery import end_after_fault, end_unlaunchable, resumed_note
-from gateway.runs.starting import QUEUE_POLL_S, RunStarts
+from gateway.runs.starting import QUEUE_POLL_S, RunStarter
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadRow
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,13 @@ def default_instance_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class RunManager(RunStarts):
+class RunManager:
     """Starts, resumes, cancels and watches runs; keeps leases alive; adopts orphans.
 
-    Starting a new run (admission, the thread, the run row) is `gateway.runs.starting`.
+    It holds the runs executing in this process and composes the collaborators that act on
+    them: the starter (admission, the thread, the run row: `gateway.runs.starting`), the
+    followers (`gateway.runs.following`) and the live feed across gateways
+    (`gateway.runs.live`).
     """
 
     def __init__(
@@ -72,18 +76,28 @@ class RunManager(RunStarts):
         self.hooks = HookRegistry(settings.hook_modules, settings.hooks, settings.client_hooks)
         self.instance_id = settings.instance_id or default_instance_id()
         self._active: dict[str, ActiveRun] = {}
-        self._admitting = 0
-        """begin() calls between admission and launch: counted against max_active_runs."""
-        self._setting_up: set[str] = set()
-        """Runs created by begin() and not launched yet (their leases are renewed too)."""
         self._taking: dict[str, asyncio.Event] = {}
         """Runs being handed to this process (Resume, Cancel, adoption) and not launched yet; each
         event is set once the hand-over is decided (`_taken`)."""
-        self._thread_freed: dict[str, asyncio.Event] = {}
         self._live = LiveEvents.for_store(store, self.instance_id, self._local_sink, self._cancel_here)
         """Events and cancels across gateways (Postgres LISTEN/NOTIFY); None with SQLite (one process)."""
         self._followers = Followers(store, self._active.get, self._live)
         self._background: set[asyncio.Task[None]] = set()
+        self._starter = RunStarter(
+            settings,
+            store,
+            self._catalog,
+            self._models,
+            self.hooks,
+            self.instance_id,
+            self._active,
+            self._launch,
+            self._in_background,
+        )
+
+    async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
+        """Start a new run (`RunStarter.begin`): admitted, its thread and row made, launched here."""
+        return await self._starter.begin(request, streaming=streaming, deadline=deadline)
 
     @property
     def store(self) -> Store:
@@ -135,7 +149,7 @@ class RunManager(RunStarts):
             try:
                 # Only what executes here: a run whose task ended without
                 # releasing it (the store gave up) must become an orphan.
-                live = [*self._active, *self._setting_up, *self._taking]
+                live = [*self._active, *self._starter.setting_up, *self._taking]
                 await self._store.heartbeat(self.instance_id, self._settings.lease_s, live)
             except Exception:
                 log.warning("lease heartbeat failed", exc_info=True)
@@ -459,9 +473,7 @@ class RunManager(RunStarts):
             self._active.pop(active.run_id, None)
             active.sink.close()
             active.done.set()
-            freed = self._thread_freed.pop(active.thread_id, None)
-            if freed is not None:
-                freed.set()
+            self._starter.thread_freed(active.thread_id)
 
     # --- following -------------------------------------------------------------
     def follow(self, active: ActiveRun, after_sequence: int = 0) -> AsyncIterator[agent_pb2.RunEvent]:

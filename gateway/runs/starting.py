@@ -4,30 +4,33 @@ Admission is counted before the first await, so a burst cannot slip past
 max_active_runs, and a setup that fails or is cancelled (a client deadline,
 a disconnect) ends the run it created instead of leaving it QUEUED or RUNNING
 with nobody executing it. The rest of a run's life (resume, cancel, watch,
-adoption) is `gateway.runs.manager.RunManager`, which this class is a part of.
+adoption) is `gateway.runs.manager.RunManager`, which holds one `RunStarter` and
+gives it what it needs: the runs executing here (read only), how to launch a
+prepared run and how to keep a task of the gateway's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol
 
 from agentloop.kernel.call_limits import current_caller
 from agentloop.kernel.errors import Aborted, Reason, ResourceExhausted
 from agentloop.kernel.retry import Backoff
 from agentloop.kernel.settings import GatewaySettings
-from agentloop.v1 import agent_pb2
+from agentloop.v1 import agent_pb2, common_pb2
 from gateway.deps.catalog import ToolCatalog
 from gateway.deps.model_catalog import ModelCatalog
 from gateway.journal.events import RESERVE_BLOCK, EventSink
 from gateway.journal.run_journal import with_store_retries
 from gateway.journal.snapshot import initial_state
+from gateway.journal.state import RunState
 from gateway.loop.graph import START
 from gateway.policies.context import calibration_of
 from gateway.policies.hooks import HookRegistry
@@ -58,29 +61,63 @@ def new_thread_id(request_id: str) -> str:
     return uuid.uuid5(REQUEST_THREADS, request_id).hex if request_id else uuid.uuid4().hex
 
 
-class RunStarts:
-    """The part of the RunManager that starts new runs (the attributes are the manager's)."""
+class Launch(Protocol):
+    """Hands a prepared run to a task of its own (`RunManager._launch`)."""
 
-    _settings: GatewaySettings
-    _store: Store
-    _catalog: ToolCatalog
-    _models: ModelCatalog
-    hooks: HookRegistry
-    instance_id: str
-    _active: dict[str, ActiveRun]
-    _admitting: int
-    _setting_up: set[str]
-    _thread_freed: dict[str, asyncio.Event]
-    _in_background: Callable[..., None]
-    """The manager's: runs a task of its own until done or shutdown (`RunManager._in_background`)."""
+    def __call__(
+        self,
+        state: RunState,
+        sink: EventSink,
+        specs: list[common_pb2.ToolSpec],
+        new_messages: list[common_pb2.Message],
+        start: str,
+        deadline: float | None,
+        recorded: dict[str, common_pb2.ToolResult],
+    ) -> ActiveRun: ...
 
-    _launch: Callable[..., ActiveRun]
-    """The manager's: hands a prepared run to its task (`RunManager._launch`)."""
 
-    @functools.cached_property
-    def _shares(self) -> RunShares:
+InBackground = Callable[[Coroutine[Any, Any, None], str], None]
+"""Runs a task of the gateway's own until it is done or the gateway stops."""
+
+
+class RunStarter:
+    """Starts new runs for one gateway: admission, the thread, the run row, the first state."""
+
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        store: Store,
+        catalog: ToolCatalog,
+        models: ModelCatalog,
+        hooks: HookRegistry,
+        instance_id: str,
+        active: Mapping[str, ActiveRun],
+        launch: Launch,
+        in_background: InBackground,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._catalog = catalog
+        self._models = models
+        self._hooks = hooks
+        self._instance_id = instance_id
+        self._active = active
+        """The runs executing in this process (the manager's; read here, never changed)."""
+        self._launch = launch
+        self._in_background = in_background
+        self._shares = RunShares(settings.run_share)
         """The run slots each caller holds (gateway.runs.shares), against GatewaySettings.run_share."""
-        return RunShares(self._settings.run_share)
+        self._admitting = 0
+        """begin() calls between admission and launch: counted against max_active_runs."""
+        self.setting_up: set[str] = set()
+        """Runs created by begin() and not launched yet (the manager renews their leases too)."""
+        self._thread_freed: dict[str, asyncio.Event] = {}
+
+    def thread_freed(self, thread_id: str) -> None:
+        """A run of the thread ended here: an ENQUEUEd run waiting for the thread may start now."""
+        freed = self._thread_freed.pop(thread_id, None)
+        if freed is not None:
+            freed.set()
 
     async def begin(self, request: RunLikeRequest, *, streaming: bool, deadline: float | None) -> ActiveRun:
         """Validate, create (or continue) the thread, queue the run, start it when the thread is free.
@@ -129,7 +166,7 @@ class RunStarts:
         options.CopyFrom(request.options)
         if not streaming:
             options.stream_mode = agent_pb2.STREAM_MODE_NONE
-        config = run_config(options, self._settings, hooks=self.hooks)
+        config = run_config(options, self._settings, hooks=self._hooks)
         new_messages = new_turn_messages(request)
         specs = await self._catalog.select(config.tool_names, "options.tools")
         await self._models.check(config.model, "options.model")
@@ -145,7 +182,7 @@ class RunStarts:
             request_id=request.request_id,
         )
         run_id = uuid.uuid4().hex
-        self._setting_up.add(run_id)
+        self.setting_up.add(run_id)
         try:
             started = await self._create_run(run_id, stored)
             history = (
@@ -165,7 +202,7 @@ class RunStarts:
             await run_to_completion(self._abandon(run_id))
             raise
         finally:
-            self._setting_up.discard(run_id)
+            self.setting_up.discard(run_id)
 
     async def _create_run(self, run_id: str, stored: agent_pb2.RunRequest) -> RunRow:
         """The run's row, RUNNING here; an ENQUEUEd run waits for its thread to be free first.
@@ -180,7 +217,7 @@ class RunStarts:
                 stored.thread_id,
                 stored.user_id,
                 stored.SerializeToString(),
-                owner=None if enqueue else self.instance_id,
+                owner=None if enqueue else self._instance_id,
                 request_id=stored.request_id or None,
                 lease_s=self._settings.lease_s,
                 reserve=RESERVE_BLOCK,
@@ -214,7 +251,7 @@ class RunStarts:
             log.warning(
                 "run %s: could not end it after a failed setup (%s); retrying in the background", run_id, exc
             )
-            self._in_background(self._abandon_later(run_id), name=f"abandon-{run_id}")
+            self._in_background(self._abandon_later(run_id), f"abandon-{run_id}")
 
     async def _cancel_unstarted(self, run_id: str) -> None:
         """CANCELLED with a `final` event saying so, unless it started after all (or never existed).
@@ -230,7 +267,7 @@ class RunStarts:
         ending = agent_pb2.RunEvent(run_id=run_id, thread_id=row.thread_id, sequence=1)
         ending.final.metadata.stop_reason = agent_pb2.STOP_REASON_CANCELLED
         if await self._store.end_run(
-            run_id, RunStatus.CANCELLED, [ending], owner=self.instance_id, unstarted=True
+            run_id, RunStatus.CANCELLED, [ending], owner=self._instance_id, unstarted=True
         ):
             log.info("run %s: setup did not finish; cancelled", run_id)
 
@@ -250,7 +287,7 @@ class RunStarts:
         while True:
             try:
                 lease_s = self._settings.lease_s
-                return await self._store.start_run(run_id, self.instance_id, lease_s, reserve=RESERVE_BLOCK)
+                return await self._store.start_run(run_id, self._instance_id, lease_s, reserve=RESERVE_BLOCK)
             except ThreadBusy:
                 pass
             freed = self._thread_freed.setdefault(thread_id, asyncio.Event())
