@@ -31,7 +31,7 @@ from opentelemetry.util.types import AttributeValue
 
 from agentloop.kernel.errors import AgentloopError, DeadlineExceeded, ResourceExhausted
 from agentloop.kernel.retry import Backoff
-from agentloop.kernel.security import Authenticator, service_authenticator, service_token_from_env
+from agentloop.kernel.security import Authenticator, service_authenticator
 from agentloop.kernel.serving import Server, serve_service
 from agentloop.kernel.settings import ReasonerSettings, TlsSettings
 from agentloop.kernel.telemetry import Telemetry
@@ -373,7 +373,7 @@ async def create_server(
 
 async def serve(settings: ReasonerSettings) -> None:
     """Run a Reasoner until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
-    tls, authenticator = TlsSettings.from_env(), service_authenticator(service_token_from_env())
+    tls, authenticator = settings.security.tls, service_authenticator(settings.security.service_token)
     await serve_service(
         "reasoner",
         "agentloop-reasoner",

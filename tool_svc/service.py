@@ -15,7 +15,7 @@ from contextlib import aclosing
 import grpc
 
 from agentloop.kernel.errors import InvalidArgument
-from agentloop.kernel.security import Authenticator, service_authenticator, service_token_from_env
+from agentloop.kernel.security import Authenticator, service_authenticator
 from agentloop.kernel.serving import Server, serve_service
 from agentloop.kernel.setting_errors import SettingError
 from agentloop.kernel.settings import TlsSettings, ToolSettings
@@ -168,7 +168,7 @@ async def create_server(
 
 async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
-    tls, authenticator = TlsSettings.from_env(), service_authenticator(service_token_from_env())
+    tls, authenticator = settings.security.tls, service_authenticator(settings.security.service_token)
     await serve_service(
         "ToolService",
         "agentloop-tools",

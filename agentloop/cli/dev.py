@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentloop.kernel.serving import Server
-from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, ToolSettings
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, ToolSettings, model_endpoint_named
 from agentloop.scripted_model import Script, ScriptedModelServer, demo_script
 from gateway.api.server import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
@@ -143,7 +143,7 @@ async def serve_dev(tool_specs: Sequence[str], port: int | None, script: Script 
     async with contextlib.AsyncExitStack() as running:
         model: ScriptedModelServer | None = None
         reasoner_settings = dataclasses.replace(ReasonerSettings.from_env(), host="127.0.0.1", port=0)
-        if not os.environ.get("OPENAI_BASE_URL"):
+        if not model_endpoint_named():
             model = ScriptedModelServer(script or demo_script())
             await model.start()
             running.push_async_callback(model.stop)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import sys
 import time
 import traceback
@@ -25,7 +24,13 @@ import grpc
 from agentloop.cli import commands
 from agentloop.kernel import eventloop, logs
 from agentloop.kernel.setting_errors import SettingError, StartupError
-from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, TlsSettings, ToolSettings
+from agentloop.kernel.settings import (
+    GatewaySettings,
+    ReasonerSettings,
+    TlsSettings,
+    ToolSettings,
+    environment,
+)
 from agentloop.kernel.tls import open_channel
 from tool_svc.loader import ToolModuleError
 from tool_svc.mcp_config import McpConfigError
@@ -277,7 +282,7 @@ def _run(args: argparse.Namespace, debug: bool) -> int:
         return asyncio.run(health(args.addr, args.service, args.timeout))
     from agentloop.cli.demo import run_demo
 
-    return run_demo(args.question, args.stream, dict(os.environ))
+    return run_demo(args.question, args.stream, dict(environment()))
 
 
 def _serve_or_explain(args: argparse.Namespace, debug: bool) -> int:

@@ -13,18 +13,19 @@ rule the loop out when chasing a problem).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from agentloop.kernel.settings import EVENT_LOOP, event_loop_choice
+
 T = TypeVar("T")
 
-ENV = "AGENTLOOP_EVENT_LOOP"
+ENV = EVENT_LOOP
 
 
 def loop_factory(environ: dict[str, str] | None = None) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's loop constructor, or None for asyncio's default (not installed, or opted out)."""
-    choice = (os.environ if environ is None else environ).get(ENV, "uvloop").strip().lower()
+    choice = event_loop_choice(environ)
     if choice == "asyncio":
         return None
     try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -22,6 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry import trace
+
+from agentloop.kernel.settings import LogSettings
 
 REDACTED = "[REDACTED]"
 LOG_FORMATS = ("text", "json")
@@ -145,15 +146,18 @@ def make_handler(
     return handler
 
 
-def configure(default_level: str = "INFO", env: Mapping[str, str] | None = None) -> None:
-    """Log to stderr at AGENTLOOP_LOG_LEVEL (default INFO) in AGENTLOOP_LOG_FORMAT (text or json)."""
-    e = os.environ if env is None else env
-    level = (e.get("AGENTLOOP_LOG_LEVEL") or default_level).upper()
-    log_format = (e.get("AGENTLOOP_LOG_FORMAT") or "text").strip().lower()
+def configure(default_level: str = "INFO", settings: LogSettings | None = None) -> None:
+    """Log to stderr at AGENTLOOP_LOG_LEVEL (else `default_level`) in AGENTLOOP_LOG_FORMAT (text, json)."""
+    settings = LogSettings.from_env() if settings is None else settings
+    level = (settings.level or default_level).upper()
+    log_format = settings.format
     if log_format not in LOG_FORMATS:
         print(f"AGENTLOOP_LOG_FORMAT={log_format!r} is not text or json; using text", file=sys.stderr)
         log_format = "text"
-    logging.basicConfig(level=level, handlers=[make_handler(log_format, secrets_from_env(e))])
+    logging.basicConfig(
+        level=level,
+        handlers=[make_handler(log_format, secrets_from_env({"OPENAI_API_KEY": settings.api_key}))],
+    )
     quiet = logging.NOTSET if level == "DEBUG" else logging.WARNING
     for name in PER_REQUEST_LOGGERS:
         logging.getLogger(name).setLevel(quiet)

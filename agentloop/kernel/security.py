@@ -26,7 +26,6 @@ import functools
 import hmac
 import importlib
 import inspect
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 
 from agentloop.kernel.errors import AgentloopError, PermissionDenied
 from agentloop.kernel.handlers import AroundInterceptor, call_editors, with_metadata
+from agentloop.kernel.settings import AuthSettings
 
 T = TypeVar("T")
 _AUTH_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_auth_user", default=None)
@@ -46,15 +46,6 @@ _OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 class Unauthenticated(AgentloopError, code=grpc.StatusCode.UNAUTHENTICATED):
     """No valid bearer token."""
-
-
-def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
-    return os.environ if env is None else env
-
-
-def service_token_from_env(env: Mapping[str, str] | None = None) -> str:
-    """AGENTLOOP_SERVICE_TOKEN: the shared secret between the gateway and its Reasoner and ToolService."""
-    return _env(env).get("AGENTLOOP_SERVICE_TOKEN", "").strip()
 
 
 SERVICE_CALLER = "agentloop-gateway"
@@ -94,13 +85,18 @@ class Authenticator:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Authenticator:
-        e = _env(env)
-        tokens = _parse_tokens(e.get("AGENTLOOP_AUTH_TOKENS", ""), "AGENTLOOP_AUTH_TOKENS")
-        path = e.get("AGENTLOOP_AUTH_TOKENS_FILE", "")
+        """The authenticator the environment configures (agentloop.kernel.settings.AuthSettings)."""
+        return cls.from_settings(AuthSettings.from_env(env))
+
+    @classmethod
+    def from_settings(cls, settings: AuthSettings) -> Authenticator:
+        """Tokens from the list and the file, and the verifier loaded; ValueError for a bad entry."""
+        tokens = _parse_tokens(settings.tokens, "AGENTLOOP_AUTH_TOKENS")
+        path = settings.tokens_file
         if path:
             tokens.update(_parse_tokens(Path(path).read_text().replace("\n", ","), path))
         verifier: Verifier | None = None
-        spec = e.get("AGENTLOOP_AUTH_VERIFIER", "")
+        spec = settings.verifier
         if spec:
             module, _, name = spec.partition(":")
             if not name:

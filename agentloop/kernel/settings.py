@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TypeVar
 
 from agentloop.kernel import retry
@@ -192,6 +193,73 @@ def reuse_port(env: Mapping[str, str] | None = None) -> bool:
 
 
 @dataclass(frozen=True)
+class TlsSettings:
+    """Certificates for serving and for calling, all optional (PEM file paths)."""
+
+    cert_file: str = ""
+    key_file: str = ""
+    client_ca_file: str = ""
+    ca_file: str = ""
+    client_cert_file: str = ""
+    client_key_file: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TlsSettings:
+        e = os.environ if env is None else env
+        return cls(
+            cert_file=e.get("AGENTLOOP_TLS_CERT", ""),
+            key_file=e.get("AGENTLOOP_TLS_KEY", ""),
+            client_ca_file=e.get("AGENTLOOP_TLS_CLIENT_CA", ""),
+            ca_file=e.get("AGENTLOOP_TLS_CA", ""),
+            client_cert_file=e.get("AGENTLOOP_TLS_CLIENT_CERT", ""),
+            client_key_file=e.get("AGENTLOOP_TLS_CLIENT_KEY", ""),
+        )
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """How the gateway knows its users: bearer tokens and an optional verifier (agentloop.kernel.security)."""
+
+    tokens: str = ""
+    """AGENTLOOP_AUTH_TOKENS: comma-separated token=user_id pairs."""
+    tokens_file: str = ""
+    """AGENTLOOP_AUTH_TOKENS_FILE: a file of token=user_id lines."""
+    verifier: str = ""
+    """AGENTLOOP_AUTH_VERIFIER: module:function called with a token, returning its user or None."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
+        e = os.environ if env is None else env
+        return cls(
+            tokens=e.get("AGENTLOOP_AUTH_TOKENS", ""),
+            tokens_file=e.get("AGENTLOOP_AUTH_TOKENS_FILE", ""),
+            verifier=e.get("AGENTLOOP_AUTH_VERIFIER", ""),
+        )
+
+
+def service_token_from_env(env: Mapping[str, str] | None = None) -> str:
+    """AGENTLOOP_SERVICE_TOKEN: the shared secret between the gateway and its Reasoner and ToolService."""
+    return (os.environ if env is None else env).get("AGENTLOOP_SERVICE_TOKEN", "").strip()
+
+
+@dataclass(frozen=True)
+class Security:
+    """How a server's calls are secured: TLS, the token between services, and users' tokens.
+
+    Read with the rest of a service's settings, so a process reads its environment once; the
+    Reasoner and the ToolService use `tls` and `service_token`, the gateway all three.
+    """
+
+    tls: TlsSettings = TlsSettings()
+    service_token: str = field(default="", repr=False)
+    auth: AuthSettings = AuthSettings()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Security:
+        return cls(TlsSettings.from_env(env), service_token_from_env(env), AuthSettings.from_env(env))
+
+
+@dataclass(frozen=True)
 class ReasonerSettings:
     """How the Reasoner reaches its OpenAI-compatible endpoint."""
 
@@ -213,6 +281,7 @@ class ReasonerSettings:
     (agentloop.kernel.named_models)."""
     models_file: str = ""
     """JSON or TOML file of the named models served besides the environment's ("" = none)."""
+    security: Security = Security()
 
     environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
     """Where the models file's `api_key_env` variables are looked up: the environment these
@@ -267,6 +336,7 @@ class ReasonerSettings:
             ),
             protocol=_one_of(e, "AGENTLOOP_MODEL_PROTOCOL", cls.protocol, ("chat", "responses")),
             models_file=_get(e, "AGENTLOOP_MODELS_FILE", cls.models_file),
+            security=Security.from_env(e),
         )
 
 
@@ -286,6 +356,7 @@ class ToolSettings:
     max_result_bytes: int = 1024 * 1024
     mcp_config: str = ""
     """Path of the JSON or TOML file declaring MCP servers whose tools are served too ("" = none)."""
+    security: Security = Security()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ToolSettings:
@@ -302,6 +373,7 @@ class ToolSettings:
             sql_max_concurrent=_int(e, "AGENTLOOP_SQL_MAX_CONCURRENT", cls.sql_max_concurrent, minimum=1),
             max_result_bytes=_int(e, "AGENTLOOP_MAX_RESULT_BYTES", cls.max_result_bytes, minimum=1024),
             mcp_config=_get(e, "AGENTLOOP_MCP_CONFIG", cls.mcp_config),
+            security=Security.from_env(e),
         )
 
 
@@ -426,6 +498,7 @@ class GatewaySettings:
     store_retry_budget_s: float = retry.STORE_RETRY_BUDGET_S
     limits: ServerLimits = GATEWAY_LIMITS
     """What the gateway's port lets clients hold (connections, calls); see ServerLimits."""
+    security: Security = Security()
 
     @property
     def run_share(self) -> int:
@@ -483,6 +556,7 @@ class GatewaySettings:
                 e, "AGENTLOOP_STORE_RETRY_BUDGET_S", cls.store_retry_budget_s, minimum=0.1
             ),
             limits=ServerLimits.from_env(e, GATEWAY_LIMITS),
+            security=Security.from_env(e),
         )
 
 
@@ -536,31 +610,65 @@ class TelemetrySettings:
         )
 
 
-@dataclass(frozen=True)
-class TlsSettings:
-    """Certificates for serving and for calling, all optional (PEM file paths)."""
-
-    cert_file: str = ""
-    key_file: str = ""
-    client_ca_file: str = ""
-    ca_file: str = ""
-    client_cert_file: str = ""
-    client_key_file: str = ""
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> TlsSettings:
-        e = os.environ if env is None else env
-        return cls(
-            cert_file=e.get("AGENTLOOP_TLS_CERT", ""),
-            key_file=e.get("AGENTLOOP_TLS_KEY", ""),
-            client_ca_file=e.get("AGENTLOOP_TLS_CLIENT_CA", ""),
-            ca_file=e.get("AGENTLOOP_TLS_CA", ""),
-            client_cert_file=e.get("AGENTLOOP_TLS_CLIENT_CERT", ""),
-            client_key_file=e.get("AGENTLOOP_TLS_CLIENT_KEY", ""),
-        )
-
-
 def gateway_addr(env: Mapping[str, str] | None = None) -> str:
     """Address `agentloop ask` connects to."""
     e = os.environ if env is None else env
     return _get(e, "AGENTLOOP_GATEWAY_ADDR", f"127.0.0.1:{DEFAULT_GATEWAY_PORT}")
+
+
+def client_token(env: Mapping[str, str] | None = None) -> str:
+    """AGENTLOOP_TOKEN: the bearer token agentloop.client and the command line send ("" = none)."""
+    return (os.environ if env is None else env).get("AGENTLOOP_TOKEN", "")
+
+
+def model_endpoint_named(env: Mapping[str, str] | None = None) -> bool:
+    """Whether OPENAI_BASE_URL names a model endpoint (else `agentloop dev` runs the scripted model)."""
+    return bool((os.environ if env is None else env).get("OPENAI_BASE_URL"))
+
+
+def data_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where agentloop keeps its embedded database: AGENTLOOP_HOME, else ~/.local/share/agentloop."""
+    home = (os.environ if env is None else env).get("AGENTLOOP_HOME", "")
+    return Path(home).expanduser() if home else Path.home() / ".local" / "share" / "agentloop"
+
+
+def cache_home(env: Mapping[str, str] | None = None) -> Path:
+    """XDG_CACHE_HOME, else ~/.cache: where rebuildable files (the SQL tool's sample database) go."""
+    return Path((os.environ if env is None else env).get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
+
+
+EVENT_LOOP = "AGENTLOOP_EVENT_LOOP"
+
+
+def event_loop_choice(env: Mapping[str, str] | None = None) -> str:
+    """AGENTLOOP_EVENT_LOOP: uvloop (the default, where installed) or asyncio."""
+    return (os.environ if env is None else env).get(EVENT_LOOP, "uvloop").strip().lower()
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    """How a process logs: AGENTLOOP_LOG_LEVEL ("" = the command's default), AGENTLOOP_LOG_FORMAT,
+    and the provider key that must never reach a log line (OPENAI_API_KEY)."""
+
+    level: str = ""
+    format: str = "text"
+    api_key: str = field(default="", repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LogSettings:
+        e = os.environ if env is None else env
+        return cls(
+            level=e.get("AGENTLOOP_LOG_LEVEL", ""),
+            format=(e.get("AGENTLOOP_LOG_FORMAT") or "text").strip().lower(),
+            api_key=e.get("OPENAI_API_KEY", ""),
+        )
+
+
+def environment() -> Mapping[str, str]:
+    """The process's environment as it is, for what hands it on unread.
+
+    A child process inherits it, a command is looked up on its PATH, a configuration file's
+    `${VAR}` names one of its variables. What agentloop itself reads from the environment is
+    read above, in this module only (a test keeps it so).
+    """
+    return os.environ

@@ -13,7 +13,7 @@ import contextlib
 import logging
 
 from agentloop.kernel.retry import RetryPolicy
-from agentloop.kernel.security import Authenticator, service_token_from_env
+from agentloop.kernel.security import Authenticator
 from agentloop.kernel.serving import Server, serve_service
 from agentloop.kernel.settings import GatewaySettings, TlsSettings
 from agentloop.kernel.telemetry import Telemetry
@@ -120,7 +120,12 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
 
 async def serve(settings: GatewaySettings) -> None:
     """Run a gateway until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
-    tls, authenticator, token = TlsSettings.from_env(), Authenticator.from_env(), service_token_from_env()
+    security = settings.security
+    tls, authenticator, token = (
+        security.tls,
+        Authenticator.from_settings(security.auth),
+        security.service_token,
+    )
     await serve_service(
         "gateway",
         "agentloop-gateway",
