@@ -22,23 +22,20 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import hmac
 import importlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
-from google.protobuf.descriptor import ServiceDescriptor
 
 from agentloop.kernel.errors import AgentloopError, PermissionDenied
 from agentloop.kernel.handlers import AroundInterceptor, call_editors, with_metadata
 from agentloop.kernel.settings import AuthSettings
 
-T = TypeVar("T")
 _AUTH_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentloop_auth_user", default=None)
 # Health checks and reflection stay open so load balancers and grpcurl work without a token.
 _OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
@@ -145,45 +142,6 @@ def effective_user(requested: str) -> str:
     if requested and requested != authenticated:
         raise PermissionDenied("user_id: the bearer token belongs to another user")
     return authenticated
-
-
-def caller_resolved(service: ServiceDescriptor) -> Callable[[type[T]], type[T]]:
-    """Class decorator: every RPC of `service` acts as the caller, resolved once, before the handler runs.
-
-    Each request of the service carries `user_id`; the wrapper replaces it
-    with `effective_user` (the bearer token's user, or the request's own
-    without authentication, PERMISSION_DENIED for a token naming another
-    user). Handlers then read `request.user_id` and nothing else: no handler
-    can forget the check, and an RPC added to the service is covered the
-    moment it is implemented.
-    """
-
-    def decorate(cls: type[T]) -> type[T]:
-        for method in service.methods:
-            behavior = getattr(cls, method.name)
-            if "user_id" not in method.input_type.fields_by_name:
-                raise TypeError(f"{service.full_name}.{method.name}: its request has no user_id")
-            setattr(cls, method.name, _as_caller(behavior))
-        return cls
-
-    return decorate
-
-
-def _as_caller(behavior: Callable[..., Any]) -> Callable[..., Any]:
-    if inspect.isasyncgenfunction(behavior):
-
-        async def stream(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            request.user_id = effective_user(request.user_id)
-            async for item in behavior(self, request, context):
-                yield item
-
-        return functools.wraps(behavior)(stream)
-
-    async def unary(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        request.user_id = effective_user(request.user_id)
-        return await behavior(self, request, context)
-
-    return functools.wraps(behavior)(unary)
 
 
 class AuthInterceptor(AroundInterceptor):

@@ -19,8 +19,8 @@ from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
 from agentloop.kernel.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound, Reason
-from agentloop.kernel.security import caller_resolved
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
+from gateway.api.access import access_checked
 from gateway.api.paging import PageTokens, Position, page_size
 from gateway.journal.budget import (
     PREVIEW_CHARS,
@@ -36,7 +36,6 @@ from gateway.loop.graph import final_event
 from gateway.runs.active import ActiveRun
 from gateway.runs.forking import fork
 from gateway.runs.manager import RunManager, deadline_from
-from gateway.runs.options import check_ids
 from gateway.store.base import CheckpointRow, RequestReplayed, RunRow, RunStatus, ThreadRow
 
 log = logging.getLogger(__name__)
@@ -128,7 +127,7 @@ def parse_checkpoint_id(value: str, field: str) -> tuple[str, int]:
     return run_id, int(index)
 
 
-@caller_resolved(agent_pb2.DESCRIPTOR.services_by_name["Agent"])
+@access_checked(agent_pb2.DESCRIPTOR.services_by_name["Agent"])
 class AgentService(agent_pb2_grpc.AgentServicer):
     """Serves the Agent contract over a RunManager."""
 
@@ -163,7 +162,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Run(
         self, request: agent_pb2.RunRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.RunResponse]:
-        check_ids(request)
         try:
             active = await self.manager.begin(
                 request, streaming=True, deadline=deadline_from(context.time_remaining())
@@ -179,7 +177,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Invoke(
         self, request: agent_pb2.InvokeRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.InvokeResponse:
-        check_ids(request)
         try:
             active = await self.manager.begin(
                 request, streaming=False, deadline=deadline_from(context.time_remaining())
@@ -229,7 +226,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def GetThread(
         self, request: agent_pb2.GetThreadRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.GetThreadResponse:
-        check_ids(request)
         store = self.manager.store
         thread = await self.manager.owned_thread(request.thread_id, request.user_id)
         response = agent_pb2.GetThreadResponse(
@@ -328,7 +324,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ListCheckpoints(
         self, request: agent_pb2.ListCheckpointsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListCheckpointsResponse:
-        check_ids(request)
         size = page_size(request.page_size)
         tokens = await self._tokens()
         binding = (request.user_id, request.thread_id, request.run_id)
@@ -350,7 +345,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Resume(
         self, request: agent_pb2.ResumeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ResumeResponse]:
-        check_ids(request)
         replayed = await self._resumed_by(request)
         if replayed is not None:
             async for event in self.manager.watch(request.run_id, request.user_id, replayed):
@@ -386,14 +380,12 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Cancel(
         self, request: agent_pb2.CancelRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.CancelResponse:
-        check_ids(request)
         status = await self.manager.cancel(request.run_id, request.user_id)
         return agent_pb2.CancelResponse(status=STATUS_TO_PROTO[status])
 
     async def ListMemories(
         self, request: agent_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListMemoriesResponse:
-        check_ids(request)
         size = page_size(request.page_size)
         tokens = await self._tokens()
         binding = (request.user_id,)
@@ -415,7 +407,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def DeleteMemory(
         self, request: agent_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.DeleteMemoryResponse:
-        check_ids(request)
         if not request.memory_id:
             raise InvalidArgument("memory_id", "must not be empty")
         if not await self.manager.store.delete_memory(request.user_id, request.memory_id):
@@ -429,7 +420,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ListThreads(
         self, request: agent_pb2.ListThreadsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListThreadsResponse:
-        check_ids(request)
         size = page_size(request.page_size)
         tokens = await self._tokens()
         binding = (request.user_id,)
@@ -467,7 +457,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ListRuns(
         self, request: agent_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ListRunsResponse:
-        check_ids(request)
         size = page_size(request.page_size)
         tokens = await self._tokens()
         binding = (request.user_id, request.thread_id)
@@ -492,7 +481,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def ForkThread(
         self, request: agent_pb2.ForkThreadRequest, context: grpc.aio.ServicerContext
     ) -> agent_pb2.ForkThreadResponse:
-        check_ids(request)
         if not request.checkpoint_id:
             raise InvalidArgument("checkpoint_id", "must not be empty")
         await self.manager.owned_thread(request.thread_id, request.user_id)
@@ -510,7 +498,6 @@ class AgentService(agent_pb2_grpc.AgentServicer):
     async def Watch(
         self, request: agent_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.WatchResponse]:
-        check_ids(request)
         async for event in self.manager.watch(request.run_id, request.user_id, request.after_sequence):
             yield agent_pb2.WatchResponse(event=event)
 

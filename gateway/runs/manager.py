@@ -46,6 +46,7 @@ from gateway.runs.options import (
 from gateway.runs.recovery import end_after_fault, end_unlaunchable, resumed_note
 from gateway.runs.starting import QUEUE_POLL_S, RunStarter
 from gateway.store.base import LeaseLost, RunRow, RunStatus, Store, ThreadRow
+from gateway.store.ownership import owned_run, owned_thread
 
 log = logging.getLogger(__name__)
 
@@ -215,32 +216,12 @@ class RunManager:
 
     # --- access ----------------------------------------------------------------
     async def owned_run(self, run_id: str, user_id: str) -> RunRow:
-        """The run if it exists and belongs to `user_id`; NOT_FOUND otherwise (no existence leak)."""
-        if not run_id:
-            raise InvalidArgument("run_id", "must not be empty")
-        row = await self._store.get_run(run_id)
-        if row is None or row.user_id != user_id:
-            raise NotFound(
-                f"run {run_id!r} not found", reason=Reason.RUN_NOT_FOUND, metadata={"run_id": run_id}
-            )
-        return row
+        """The run if `user_id` owns it, else NOT_FOUND (gateway.store.ownership)."""
+        return await owned_run(self._store, run_id, user_id)
 
     async def owned_thread(self, thread_id: str, user_id: str) -> ThreadRow:
-        """The thread, read once; NOT_FOUND unless it exists and belongs to `user_id`.
-
-        Callers use this row rather than reading the thread again: retention
-        may delete it between two reads.
-        """
-        if not thread_id:
-            raise InvalidArgument("thread_id", "must not be empty")
-        thread = await self._store.get_thread(thread_id, user_id=user_id)
-        if thread is None or thread.user_id != user_id:
-            raise NotFound(
-                f"thread {thread_id!r} not found",
-                reason=Reason.THREAD_NOT_FOUND,
-                metadata={"thread_id": thread_id},
-            )
-        return thread
+        """The thread, read once, if `user_id` owns it, else NOT_FOUND (gateway.store.ownership)."""
+        return await owned_thread(self._store, thread_id, user_id)
 
     def local(self, run_id: str) -> ActiveRun | None:
         """The run if it executes in this process."""

@@ -27,25 +27,7 @@ MAX_TOOL_TIMEOUT_S = 3600.0
 _HISTORY_ROLES = (common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.ROLE_TOOL)
 
 RunLikeRequest = agent_pb2.RunRequest | agent_pb2.InvokeRequest
-MAX_ID_CHARS = 256
 MAX_SCHEMA_BYTES = 256 * 1024
-_ID_FIELDS = ("thread_id", "user_id", "run_id", "memory_id", "checkpoint_id", "request_id", "new_thread_id")
-
-
-def check_ids(request: object) -> None:
-    """Every id field of a request is at most 256 characters and free of NUL and control characters.
-
-    Ids become database keys: Postgres text cannot hold NUL, and both backends
-    must agree on what an id may be.
-    """
-    for name in _ID_FIELDS:
-        value = getattr(request, name, None)
-        if not isinstance(value, str) or not value:
-            continue
-        if len(value) > MAX_ID_CHARS:
-            raise InvalidArgument(name, f"is longer than {MAX_ID_CHARS} characters")
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-            raise InvalidArgument(name, "must not contain control characters")
 
 
 def _output_schema(options: agent_pb2.RunOptions) -> dict[str, object] | None:
