@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 import grpc
-from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
 from agentloop.kernel.errors import AgentloopError, FailedPrecondition, InvalidArgument, NotFound, Reason
@@ -30,13 +29,19 @@ from gateway.journal.budget import (
     bounded_reply,
     message_part,
 )
-from gateway.journal.events import status_code
-from gateway.journal.snapshot import metadata_of
-from gateway.loop.graph import final_event
+from gateway.journal.convert import (
+    STATUS_TO_PROTO,
+    checkpoint_to_proto,
+    final_event,
+    memory_to_proto,
+    run_info,
+    status_code,
+    timestamp,
+)
 from gateway.runs.active import ActiveRun
 from gateway.runs.forking import fork
 from gateway.runs.manager import RunManager, deadline_from
-from gateway.store.base import CheckpointRow, RequestReplayed, RunRow, RunStatus, ThreadRow
+from gateway.store.base import CheckpointRow, RequestReplayed, RunRow, ThreadRow
 
 log = logging.getLogger(__name__)
 
@@ -44,59 +49,6 @@ SERVICE_NAME = agent_pb2.DESCRIPTOR.services_by_name["Agent"].full_name
 THREAD_PREVIEW_CHARS = 200
 _MESSAGE_BATCH = 32
 """Messages GetThread reads from the store at a time while it fills a page's byte budget."""
-
-STATUS_TO_PROTO = {
-    RunStatus.QUEUED: agent_pb2.RUN_STATUS_QUEUED,
-    RunStatus.RUNNING: agent_pb2.RUN_STATUS_RUNNING,
-    RunStatus.COMPLETED: agent_pb2.RUN_STATUS_COMPLETED,
-    RunStatus.FAILED: agent_pb2.RUN_STATUS_FAILED,
-    RunStatus.CANCELLED: agent_pb2.RUN_STATUS_CANCELLED,
-    RunStatus.PAUSED: agent_pb2.RUN_STATUS_PAUSED,
-}
-
-
-def _timestamp(when: datetime) -> timestamp_pb2.Timestamp:
-    ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(when)
-    return ts
-
-
-def checkpoint_to_proto(row: CheckpointRow) -> agent_pb2.Checkpoint:
-    """A stored checkpoint as the contract shows it."""
-    rec = row.record
-    return agent_pb2.Checkpoint(
-        checkpoint_id=row.checkpoint_id,
-        run_id=row.run_id,
-        index=row.index,
-        node=rec.node,
-        next_node=rec.next_node,
-        step=rec.current_step,
-        message_count=rec.message_count,
-        delta_bytes=row.delta_bytes,
-        created_at=_timestamp(row.created_at),
-    )
-
-
-def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: int = 0) -> agent_pb2.RunInfo:
-    """A run's identity and counters as of `checkpoint` (its newest when reading the latest state)."""
-    request = agent_pb2.RunRequest.FromString(run.request)
-    info = agent_pb2.RunInfo(
-        run_id=run.run_id,
-        thread_id=run.thread_id,
-        status=STATUS_TO_PROTO[run.status],
-        # Resolved and stored at creation; the default only for runs stored before that.
-        max_steps=request.options.max_steps or default_max_steps,
-        owner=run.owner or "",
-        created_at=_timestamp(run.created_at),
-        request_id=run.request_id or "",
-    )
-    if checkpoint is not None:
-        rec = checkpoint.record
-        info.metadata.CopyFrom(metadata_of(rec))
-        info.final_reply = rec.final_reply
-        info.next_node = rec.next_node
-        info.checkpoint_id = checkpoint.checkpoint_id
-    return info
 
 
 def _moment(value: str | int) -> datetime:
@@ -231,8 +183,8 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         response = agent_pb2.GetThreadResponse(
             thread_id=thread.thread_id,
             user_id=thread.user_id,
-            created_at=_timestamp(thread.created_at),
-            updated_at=_timestamp(thread.updated_at),
+            created_at=timestamp(thread.created_at),
+            updated_at=timestamp(thread.updated_at),
         )
         size = page_size(request.page_size)
         binding = (thread.user_id, thread.thread_id, request.checkpoint_id)
@@ -392,10 +344,7 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         position = tokens.read("ListMemories", binding, request.page_token, (str, str))
         rows = await self.manager.store.list_memories(request.user_id, limit=size + 1, after=_after(position))
         response = agent_pb2.ListMemoriesResponse()
-        memories = [
-            agent_pb2.Memory(memory_id=m.memory_id, text=m.text, created_at=_timestamp(m.created_at))
-            for m in rows[:size]
-        ]
+        memories = [memory_to_proto(m) for m in rows[:size]]
         taken = _fill(response.memories, memories)
         if taken < len(rows):
             last = rows[taken - 1]
@@ -439,8 +388,8 @@ class AgentService(agent_pb2_grpc.AgentServicer):
         store = self.manager.store
         summary = agent_pb2.ThreadSummary(
             thread_id=thread.thread_id,
-            created_at=_timestamp(thread.created_at),
-            updated_at=_timestamp(thread.updated_at),
+            created_at=timestamp(thread.created_at),
+            updated_at=timestamp(thread.updated_at),
             message_count=thread.message_count,
         )
         if thread.message_count:

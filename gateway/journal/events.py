@@ -34,10 +34,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import grpc
-
 from agentloop.kernel.wellknown import duration
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.journal.convert import code_value, decision_kind_value
 
 # Marks the end of a run's event stream in subscriber queues.
 END_OF_RUN: agent_pb2.RunEvent = agent_pb2.RunEvent()
@@ -46,32 +45,6 @@ RESERVE_BLOCK = 1024
 """Event numbers reserved per store write; a new block is asked for when half of one is used."""
 TOKEN_COALESCE_BYTES = 4096
 """Most token text one coalesced history/persisted event carries."""
-
-
-def stop_reason_value(reason: str | None) -> agent_pb2.StopReason.ValueType:
-    """The wire enum of a stop reason ("completed" → STOP_REASON_COMPLETED; "" or None → UNSPECIFIED)."""
-    if not reason:
-        return agent_pb2.STOP_REASON_UNSPECIFIED
-    return agent_pb2.StopReason.Value(f"STOP_REASON_{reason.upper()}")
-
-
-def decision_kind_value(kind: str) -> agent_pb2.DecisionKind.ValueType:
-    """The wire enum of a decision kind ("loop_detected" → DECISION_KIND_LOOP_DETECTED)."""
-    return agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")
-
-
-def code_value(name: str) -> int:
-    """The google.rpc.Code number of a gRPC status code name ("UNAVAILABLE" → 14)."""
-    code: int = grpc.StatusCode[name].value[0]
-    return code
-
-
-def status_code(value: int) -> grpc.StatusCode:
-    """The gRPC status code of a google.rpc.Code number (UNKNOWN for a number gRPC does not know)."""
-    for code in grpc.StatusCode:
-        if code.value[0] == value:
-            return code
-    return grpc.StatusCode.UNKNOWN
 
 
 def is_terminal(event: agent_pb2.RunEvent) -> bool:

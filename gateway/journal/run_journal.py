@@ -22,8 +22,8 @@ from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.kernel.retry import STORE_RETRY_BUDGET_S
 from agentloop.kernel.telemetry import Telemetry
 from agentloop.v1 import common_pb2
+from gateway.journal.convert import to_record
 from gateway.journal.events import EventSink
-from gateway.journal.snapshot import to_record
 from gateway.journal.state import RunState
 from gateway.store.base import CheckpointWrite, Memory, RunStatus, Store
 from gateway.store.errors import (

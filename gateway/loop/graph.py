@@ -22,17 +22,14 @@ ends the run with one error event.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from agentloop.kernel.errors import AgentloopError
-from agentloop.kernel.wellknown import dict_to_struct
-from agentloop.v1 import agent_pb2, common_pb2
-from gateway.journal.budget import bounded_final
+from agentloop.v1 import common_pb2
+from gateway.journal.convert import final_event
 from gateway.journal.run_journal import StoreUnavailable, describe_failure
-from gateway.journal.snapshot import metadata_of
 from gateway.journal.state import RunFailure, RunState, StopReason, Update
 from gateway.loop import nodes
 from gateway.loop.acting import tool_message
@@ -85,22 +82,6 @@ EDGES: dict[str, Router] = {
 }
 
 _FINAL_STATUS: dict[StopReason | None, RunStatus] = {StopReason.CANCELLED: RunStatus.CANCELLED}
-
-
-def final_event(state: RunState) -> agent_pb2.RunFinal:
-    """The outcome of a finished run: what this run added, never the whole thread, within 3.5 MiB.
-
-    A run whose answer or messages are bigger is cut (`gateway.journal.budget.bounded_final`, flags set):
-    a client with gRPC's default 4 MiB receive limit reads every event; GetThread has the rest.
-    """
-    final = agent_pb2.RunFinal(
-        final_reply=state.final_reply,
-        metadata=metadata_of(state),
-        run_messages=state.run_messages(),
-    )
-    if state.structured_output_json:
-        final.structured_output.CopyFrom(dict_to_struct(json.loads(state.structured_output_json)))
-    return bounded_final(final)
 
 
 async def run_graph(state: RunState, ctx: RunContext, start: str = START) -> RunState:

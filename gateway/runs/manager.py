@@ -26,9 +26,9 @@ from agentloop.v1 import agent_pb2, common_pb2
 from gateway.deps.catalog import ToolCatalog
 from gateway.deps.clients import Dependencies
 from gateway.deps.model_catalog import ModelCatalog
+from gateway.journal.convert import initial_state, restore
 from gateway.journal.events import EventSink
 from gateway.journal.run_journal import RunJournal, StoreUnavailable, describe_failure
-from gateway.journal.snapshot import initial_state, restore
 from gateway.journal.state import STORE_NODE, RunFailure, RunState
 from gateway.loop.graph import END, START, run_graph
 from gateway.loop.run_context import RunContext

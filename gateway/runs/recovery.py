@@ -1,6 +1,6 @@
 """How a run that cannot go on still ends, and what a takeover tells clients.
 
-Rebuilding a run's state from its checkpoint is gateway/journal/snapshot.py's job.
+Rebuilding a run's state from its checkpoint is gateway/journal/convert.py's job.
 
 Two situations leave a run without its usual ending. A fault nobody
 classified (a database error, a bug) escapes the graph: the run must still
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.journal.events import code_value
+from gateway.journal.convert import code_value
 from gateway.journal.run_journal import describe_failure
 from gateway.journal.state import RunFailure, RunState, StopReason
 from gateway.loop.acting import tool_message

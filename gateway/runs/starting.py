@@ -27,9 +27,9 @@ from agentloop.kernel.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.deps.catalog import ToolCatalog
 from gateway.deps.model_catalog import ModelCatalog
+from gateway.journal.convert import initial_state
 from gateway.journal.events import RESERVE_BLOCK, EventSink
 from gateway.journal.run_journal import with_store_retries
-from gateway.journal.snapshot import initial_state
 from gateway.journal.state import RunState
 from gateway.loop.graph import START
 from gateway.policies.context import calibration_of

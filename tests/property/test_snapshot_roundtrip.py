@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.kernel.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.journal.snapshot import metadata_of, restore, to_record
+from gateway.journal.convert import metadata_of, restore, to_record
 from gateway.journal.state import RunConfig, RunFailure, RunState, StopReason
 from gateway.policies.context import Calibration
 from gateway.runs.options import resolved_options, run_config

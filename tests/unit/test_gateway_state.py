@@ -8,7 +8,7 @@ from agentloop.kernel.errors import InvalidArgument
 from agentloop.kernel.settings import GatewaySettings
 from agentloop.kernel.wellknown import duration
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.journal.snapshot import metadata_of
+from gateway.journal.convert import metadata_of
 from gateway.journal.state import RunConfig, RunState, Update
 from gateway.loop.graph import EDGES, END, NODES, START, route_after_agent
 from gateway.runs.options import new_turn_messages, resolved_options, run_config

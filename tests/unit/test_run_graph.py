@@ -14,7 +14,7 @@ import pytest
 
 from agentloop.kernel.errors import Unavailable
 from agentloop.v1 import agent_pb2
-from gateway.journal.snapshot import metadata_of, restore
+from gateway.journal.convert import metadata_of, restore
 from gateway.journal.state import (
     RunState,
     StopReason,

@@ -10,7 +10,7 @@ import pytest
 
 from agentloop.v1 import agent_pb2
 from gateway.journal import state
-from gateway.journal.events import code_value, decision_kind_value, status_code, stop_reason_value
+from gateway.journal.convert import code_value, decision_kind_value, status_code, stop_reason_value
 
 GATEWAY = Path(state.__file__).parents[1]
 # decision("kind", ...) and f"{what}_failed" with the names the compression module passes.

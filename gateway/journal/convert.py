@@ -1,4 +1,13 @@
-"""The one conversion between a run's in-memory state and its stored checkpoint.
+"""The one conversion between what the gateway holds and the contract's messages.
+
+- a run's in-memory state ⇄ its stored checkpoint record (`to_record`, `restore`,
+  `initial_state`);
+- a run's state or a stored checkpoint → what clients are told: `metadata_of`, `final_event`;
+- stored rows → the Agent service's messages: `checkpoint_to_proto`, `run_info`;
+- names ⇄ the contract's enums: stop reasons, decision kinds, status codes, run statuses.
+
+Everything that builds a contract message out of a run lives here, so a field added to the
+contract is filled in one place, the same way for a live run and a stored one.
 
 A checkpoint is fixed-size: the conversation is stored once, message by
 message, in the thread, and every tool result once, by call id. So the record
@@ -15,13 +24,20 @@ with the same facts instead of looking them up again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from datetime import datetime
+
+import grpc
+from google.protobuf import timestamp_pb2
 
 from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.kernel.wellknown import dict_to_struct
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.journal.events import stop_reason_value
+from gateway.journal.budget import bounded_final
 from gateway.journal.state import RunConfig, RunFailure, RunState, StopReason
 from gateway.policies.context import Calibration
+from gateway.store.base import CheckpointRow, Memory, RunRow, RunStatus
 
 
 def initial_state(
@@ -143,3 +159,110 @@ def metadata_of(source: RunState | checkpoint_pb2.CheckpointRecord) -> agent_pb2
         tool_calls=tool_calls,
         models=models,
     )
+
+
+def final_event(state: RunState) -> agent_pb2.RunFinal:
+    """The outcome of a finished run: what this run added, never the whole thread, within 3.5 MiB.
+
+    A run whose answer or messages are bigger is cut (`gateway.journal.budget.bounded_final`, flags set):
+    a client with gRPC's default 4 MiB receive limit reads every event; GetThread has the rest.
+    """
+    final = agent_pb2.RunFinal(
+        final_reply=state.final_reply,
+        metadata=metadata_of(state),
+        run_messages=state.run_messages(),
+    )
+    if state.structured_output_json:
+        final.structured_output.CopyFrom(dict_to_struct(json.loads(state.structured_output_json)))
+    return bounded_final(final)
+
+
+STATUS_TO_PROTO = {
+    RunStatus.QUEUED: agent_pb2.RUN_STATUS_QUEUED,
+    RunStatus.RUNNING: agent_pb2.RUN_STATUS_RUNNING,
+    RunStatus.COMPLETED: agent_pb2.RUN_STATUS_COMPLETED,
+    RunStatus.FAILED: agent_pb2.RUN_STATUS_FAILED,
+    RunStatus.CANCELLED: agent_pb2.RUN_STATUS_CANCELLED,
+    RunStatus.PAUSED: agent_pb2.RUN_STATUS_PAUSED,
+}
+
+
+def timestamp(when: datetime) -> timestamp_pb2.Timestamp:
+    """A stored moment as the contract's Timestamp."""
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(when)
+    return ts
+
+
+def checkpoint_to_proto(row: CheckpointRow) -> agent_pb2.Checkpoint:
+    """A stored checkpoint as the contract shows it."""
+    rec = row.record
+    return agent_pb2.Checkpoint(
+        checkpoint_id=row.checkpoint_id,
+        run_id=row.run_id,
+        index=row.index,
+        node=rec.node,
+        next_node=rec.next_node,
+        step=rec.current_step,
+        message_count=rec.message_count,
+        delta_bytes=row.delta_bytes,
+        created_at=timestamp(row.created_at),
+    )
+
+
+def run_info(run: RunRow, checkpoint: CheckpointRow | None, default_max_steps: int = 0) -> agent_pb2.RunInfo:
+    """A run's identity and counters as of `checkpoint` (its newest when reading the latest state)."""
+    request = agent_pb2.RunRequest.FromString(run.request)
+    info = agent_pb2.RunInfo(
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        status=STATUS_TO_PROTO[run.status],
+        # Resolved and stored at creation; the default only for runs stored before that.
+        max_steps=request.options.max_steps or default_max_steps,
+        owner=run.owner or "",
+        created_at=timestamp(run.created_at),
+        request_id=run.request_id or "",
+    )
+    if checkpoint is not None:
+        rec = checkpoint.record
+        info.metadata.CopyFrom(metadata_of(rec))
+        info.final_reply = rec.final_reply
+        info.next_node = rec.next_node
+        info.checkpoint_id = checkpoint.checkpoint_id
+    return info
+
+
+def memory_to_proto(memory: Memory) -> agent_pb2.Memory:
+    """A stored fact as ListMemories shows it."""
+    return agent_pb2.Memory(
+        memory_id=memory.memory_id, text=memory.text, created_at=timestamp(memory.created_at)
+    )
+
+
+# --- names and the contract's enums ---------------------------------------------------------
+
+
+def stop_reason_value(reason: str | None) -> agent_pb2.StopReason.ValueType:
+    """The wire enum of a stop reason ("completed" → STOP_REASON_COMPLETED; "" or None → UNSPECIFIED)."""
+    if not reason:
+        return agent_pb2.STOP_REASON_UNSPECIFIED
+    return agent_pb2.StopReason.Value(f"STOP_REASON_{reason.upper()}")
+
+
+def decision_kind_value(kind: str) -> agent_pb2.DecisionKind.ValueType:
+    """The wire enum of a decision kind ("loop_detected" → DECISION_KIND_LOOP_DETECTED)."""
+    return agent_pb2.DecisionKind.Value(f"DECISION_KIND_{kind.upper()}")
+
+
+def code_value(name: str) -> int:
+    """The google.rpc.Code number of a gRPC status code name ("UNAVAILABLE" → 14)."""
+    code: int = grpc.StatusCode[name].value[0]
+    return code
+
+
+def status_code(value: int) -> grpc.StatusCode:
+    """The gRPC status code of a google.rpc.Code number (UNKNOWN for a number gRPC does not know)."""
+    for code in grpc.StatusCode:
+        if code.value[0] == value:
+            return code
+    return grpc.StatusCode.UNKNOWN
