@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from agentloop.kernel.jsonlimits import STRUCT_MAX_DEPTH, loads_bounded
 from agentloop.kernel.untrusted_schema import SchemaRefused, compile_schema
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.journal.closing import cancelled_result, error_result, tool_message
 from gateway.journal.state import (
     RunState,
     StopReason,
@@ -27,34 +28,7 @@ from gateway.loop.run_context import FINAL_ANSWER_TOOL, RunCancelled, RunContext
 from gateway.policies.hooks import call_hooks
 from gateway.policies.loop_detection import describe, detect_loop, rounds_of
 
-CANCELLED_RESULT = "The run was cancelled before this tool call finished."
-
-
 # --- tools ---------------------------------------------------------------------------
-
-
-def tool_message(result: common_pb2.ToolResult) -> common_pb2.Message:
-    """The tool message the model reads; errors are prefixed so the model can tell and recover."""
-    content = result.content
-    if result.is_error:
-        kind = common_pb2.ToolErrorKind.Name(result.error_kind).removeprefix("TOOL_ERROR_KIND_").lower()
-        content = f"ERROR ({kind}): {content}"
-    return common_pb2.Message(
-        role=common_pb2.ROLE_TOOL, content=content, tool_call_id=result.tool_call_id, name=result.name
-    )
-
-
-def _error_result(
-    call: common_pb2.ToolCall, kind: common_pb2.ToolErrorKind.ValueType, content: str
-) -> common_pb2.ToolResult:
-    return common_pb2.ToolResult(
-        tool_call_id=call.id, name=call.name, content=content, is_error=True, error_kind=kind
-    )
-
-
-def cancelled_result(call: common_pb2.ToolCall) -> common_pb2.ToolResult:
-    """The result a call gets when the run is cancelled before it finished."""
-    return _error_result(call, common_pb2.TOOL_ERROR_KIND_CANCELLED, CANCELLED_RESULT)
 
 
 def needs_approval(state: RunState, ctx: RunContext, call: common_pb2.ToolCall) -> bool:
@@ -242,20 +216,20 @@ def _check_final_answer(
         message = (
             f"final_answer arguments are not valid JSON: {exc}. Call final_answer again with a JSON object."
         )
-        return _error_result(call, common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS, message), None
+        return error_result(call, common_pb2.TOOL_ERROR_KIND_MALFORMED_ARGUMENTS, message), None
     try:
         # Checked when the run was created; compiled here so that nothing it names is ever fetched.
         errors = compile_schema(state.config.output_schema).errors(value)
     except SchemaRefused as exc:
         message = f"The answer could not be checked against the required schema: {exc}."
-        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
+        return error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
     errors.sort(key=lambda e: list(e.absolute_path))
     if errors:
         problems = "; ".join(f"$.{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
         message = (
             f"The answer does not match the required schema: {problems}. Fix it and call final_answer again."
         )
-        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
+        return error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message), None
     accepted = common_pb2.ToolResult(
         tool_call_id=call.id,
         name=call.name,
@@ -328,14 +302,14 @@ def refusal(state: RunState, position: int, call: common_pb2.ToolCall) -> common
         message = (
             f"Too many tool calls in one step (limit {limits.max_tool_calls_per_step}); call fewer at once."
         )
-        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message)
+        return error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message)
     if len(call.arguments_json.encode()) > limits.max_argument_bytes:
         message = f"The arguments are larger than {limits.max_argument_bytes} bytes; send less data."
-        return _error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message)
+        return error_result(call, common_pb2.TOOL_ERROR_KIND_INVALID_ARGUMENTS, message)
     decision = state.approvals.get(call.id)
     if decision is not None and decision.verdict == agent_pb2.ApprovalDecision.VERDICT_REJECT:
         reason = decision.reason or "no reason given"
-        return _error_result(call, common_pb2.TOOL_ERROR_KIND_REJECTED, f"Rejected by a person: {reason}")
+        return error_result(call, common_pb2.TOOL_ERROR_KIND_REJECTED, f"Rejected by a person: {reason}")
     return None
 
 

@@ -28,11 +28,11 @@ from collections.abc import Awaitable, Callable
 
 from agentloop.kernel.errors import AgentloopError
 from agentloop.v1 import common_pb2
+from gateway.journal.closing import tool_message
 from gateway.journal.convert import final_event
 from gateway.journal.run_journal import StoreUnavailable, describe_failure
 from gateway.journal.state import RunFailure, RunState, StopReason, Update
 from gateway.loop import nodes
-from gateway.loop.acting import tool_message
 from gateway.loop.run_context import RunContext
 from gateway.store.base import LeaseLost, RunStatus
 

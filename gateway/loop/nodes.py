@@ -13,12 +13,13 @@ from typing import Any
 
 from agentloop.kernel.errors import AgentloopError, Reason, reason_of
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
+from gateway.journal.closing import cancelled_result, tool_message
 from gateway.journal.state import (
     RunState,
     StopReason,
     Update,
 )
-from gateway.loop.acting import cancelled_result, tool_message, tools
+from gateway.loop.acting import tools
 from gateway.loop.call_ids import make_call_ids_unique
 from gateway.loop.compression import session_summary, summarize, summary_due
 from gateway.loop.memory import RECALL_CANDIDATES, memory_instruction, rank

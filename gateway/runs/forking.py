@@ -4,7 +4,7 @@ A checkpoint may fall between "the model asked for tools" and "the results"
 (the agent node's checkpoint, or a run paused for approval). Copied as is,
 the fork would end with tool calls that no tool message answers, and every
 provider refuses a request like that. So each call left open is closed in
-the fork with an error result, `NOT_RUN_RESULT`: the fork is the
+the fork with an error result (`gateway.journal.closing.not_run_result`): the fork is the
 conversation as of its checkpoint, when those calls had not finished, and
 the model of the fork's next run reads that they did not run (and may call
 them again). The assistant message that asked for them stays, text included.
@@ -14,24 +14,11 @@ The original thread is not touched.
 from __future__ import annotations
 
 from agentloop.v1 import common_pb2
-from gateway.loop.acting import tool_message
-from gateway.runs.recovery import unanswered_calls
+from gateway.journal.closing import not_run_result, tool_message, unanswered_calls
 from gateway.store.base import Store, ThreadRow
 
-NOT_RUN_RESULT = "Not run: the thread was forked before this tool call finished."
 _TAIL_READ = 64
 """Messages read at a time, backwards from the checkpoint, to find its last assistant message."""
-
-
-def not_run_result(call: common_pb2.ToolCall) -> common_pb2.ToolResult:
-    """The result that closes, in a fork, a call that had not finished at the fork's checkpoint."""
-    return common_pb2.ToolResult(
-        tool_call_id=call.id,
-        name=call.name,
-        content=NOT_RUN_RESULT,
-        is_error=True,
-        error_kind=common_pb2.TOOL_ERROR_KIND_CANCELLED,
-    )
 
 
 async def open_calls(store: Store, thread: ThreadRow, upto: int) -> list[common_pb2.ToolCall]:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.journal.closing import could_not_run, tool_message, unanswered_calls
 from gateway.journal.convert import code_value
 from gateway.journal.run_journal import describe_failure
 from gateway.journal.state import RunFailure, RunState, StopReason
-from gateway.loop.acting import tool_message
 from gateway.loop.run_context import RunContext
 from gateway.store.base import CheckpointRow, LeaseLost, RunRow, RunStatus, Store
 
@@ -54,29 +54,6 @@ def resumed_note(
     return note
 
 
-def unanswered_calls(history: list[common_pb2.Message]) -> list[common_pb2.ToolCall]:
-    """Tool calls of the thread's last assistant message that no tool message answers."""
-    answered: set[str] = set()
-    for message in reversed(history):
-        if message.role == common_pb2.ROLE_TOOL:
-            answered.add(message.tool_call_id)
-            continue
-        if message.role == common_pb2.ROLE_ASSISTANT:
-            return [c for c in message.tool_calls if c.id not in answered]
-        return []
-    return []
-
-
-def _could_not_run(call: common_pb2.ToolCall, message: str) -> common_pb2.ToolResult:
-    return common_pb2.ToolResult(
-        tool_call_id=call.id,
-        name=call.name,
-        content=f"The tool call could not run: {message}",
-        is_error=True,
-        error_kind=common_pb2.TOOL_ERROR_KIND_UNAVAILABLE,
-    )
-
-
 async def end_after_fault(store: Store, state: RunState, ctx: RunContext, message: str) -> bool:
     """End the run FAILED with one error event after a fault escaped the graph; True once stored.
 
@@ -98,7 +75,7 @@ async def end_after_fault(store: Store, state: RunState, ctx: RunContext, messag
         # it first); only calls that never ran get an error.
         recorded = {**ctx.journal.carried_results, **await store.tool_results(state.run_id)}
         answers = [
-            recorded[call.id] if call.id in recorded else _could_not_run(call, message)
+            recorded[call.id] if call.id in recorded else could_not_run(call, message)
             for call in unanswered_calls(history)
         ]
         closing = [a for a in answers if a.tool_call_id not in recorded]

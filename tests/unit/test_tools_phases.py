@@ -7,6 +7,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 from agentloop.v1 import agent_pb2, common_pb2
+from gateway.journal import closing
 from gateway.journal.state import StopReason, Update
 from gateway.loop import acting
 from gateway.loop.acting import (
@@ -207,4 +208,4 @@ async def test_a_resumed_round_runs_only_its_unfinished_calls(new_run: NewRun) -
     assert [[c.id for c in batch] for batch in h.tools.batches] == [["c2"]]
     assert [m.content for m in update.messages] == ["from before the crash", "add: 2"]
     assert [c.id for c in update.tool_calls] == ["c1", "c2"]
-    assert acting.CANCELLED_RESULT not in {m.content for m in update.messages}
+    assert closing.CANCELLED_RESULT not in {m.content for m in update.messages}
