@@ -6,20 +6,9 @@ to three places: every live subscriber's queue, the run's in-memory history
 (replayed to late watchers) and a buffer the runner persists with the next
 checkpoint.
 
-Two rules keep a number from ever meaning two events:
-
-- Reservation. An event reaches nobody until its number is durably reserved
-  for this owner (`reserved`, the runs row's `sequence_reserved`). The
-  journal reserves a block ahead, in the background when half of it is used
-  and with every checkpoint, so in practice nothing waits. A gateway taking
-  the run over numbers above the reserved mark: events lost with a dead owner
-  leave a gap, never a reused number.
-- Terminal events (`final`, `error`) reach nobody until the checkpoint that
-  stores them has committed: a client never sees an outcome the store lacks,
-  not even a failure that could not be stored (that run has not ended: it
-  goes on from its last checkpoint, and its clients follow it from the store).
-  Nor does it see a tool result the store lacks: results that the next
-  checkpoint records (`hold_until_stored`) hold their events back for it too.
+When each event may reach anyone (its number reserved; a terminal event, or a tool result the
+next checkpoint records, only once stored) is the release gate's to say
+(gateway.journal.release): the sink hands it every event and delivers what it lets out.
 
 Streamed tokens are delivered live one by one, but history and the persist
 buffer keep them coalesced (consecutive tokens of a step joined into one
@@ -30,13 +19,13 @@ long answer costs its text, not an event per token.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentloop.kernel.wellknown import duration
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.journal.convert import code_value, decision_kind_value
+from gateway.journal.release import ReleaseGate
 
 # Marks the end of a run's event stream in subscriber queues.
 END_OF_RUN: agent_pb2.RunEvent = agent_pb2.RunEvent()
@@ -45,11 +34,6 @@ RESERVE_BLOCK = 1024
 """Event numbers reserved per store write; a new block is asked for when half of one is used."""
 TOKEN_COALESCE_BYTES = 4096
 """Most token text one coalesced history/persisted event carries."""
-
-
-def is_terminal(event: agent_pb2.RunEvent) -> bool:
-    """A final or error event: the last a run sends."""
-    return event.WhichOneof("event") in ("final", "error")
 
 
 class EventSink:
@@ -61,14 +45,10 @@ class EventSink:
         self.sequence = last_sequence
         self.first_sequence = last_sequence + 1
         """The first number this sink hands out; earlier events are in the store."""
-        self.reserved = last_sequence
-        """Numbers up to here are durably reserved for this owner and may be delivered."""
-        self.persisted = last_sequence
-        """Events up to here are stored."""
+        self._gate = ReleaseGate(last_sequence)
+        """Decides when each event may reach anyone (gateway.journal.release)."""
         self._history = EventLog()
         self._pending = EventLog()
-        self._held: deque[agent_pb2.RunEvent] = deque()
-        self._barrier: int | None = None
         self._subscribers: list[asyncio.Queue[agent_pb2.RunEvent]] = []
         self.closed = False
         self.on_reserve: Callable[[int], None] | None = None
@@ -103,7 +83,17 @@ class EventSink:
     @property
     def held_count(self) -> int:
         """Events numbered but not yet deliverable (waiting for a reservation or their checkpoint)."""
-        return len(self._held)
+        return self._gate.held_count
+
+    @property
+    def reserved(self) -> int:
+        """Numbers up to here are durably reserved for this owner and may be delivered."""
+        return self._gate.reserved
+
+    @property
+    def persisted(self) -> int:
+        """Events up to here are stored."""
+        return self._gate.persisted
 
     def close(self) -> None:
         """The run is over here (ended, paused, or lost): tell every subscriber.
@@ -113,7 +103,7 @@ class EventSink:
         free for whoever continues the run.
         """
         self.closed = True
-        self._held.clear()
+        self._gate.drop_held()
         for queue in self._subscribers:
             queue.put_nowait(END_OF_RUN)
         self._subscribers.clear()
@@ -128,9 +118,9 @@ class EventSink:
 
     def reserved_upto(self, upto: int) -> None:
         """The store now holds a reservation up to `upto`: deliver what it covers."""
-        self.reserved = max(self.reserved, upto)
+        released = self._gate.reserved_upto(upto)
         self._reserving = 0 if self._reserving <= self.reserved else self._reserving
-        self._release()
+        self._deliver_all(released)
 
     def reservation_failed(self) -> None:
         """The background reservation did not happen; the next event asks again."""
@@ -138,28 +128,15 @@ class EventSink:
 
     def stored_upto(self, sequence: int) -> None:
         """A checkpoint holding every event up to `sequence` committed: deliver what waited for it."""
-        self.persisted = max(self.persisted, sequence)
-        if self._barrier is not None and self._barrier <= self.persisted:
-            self._barrier = None
-        self._release()
+        self._deliver_all(self._gate.stored_upto(sequence))
 
     def hold_until_stored(self) -> None:
-        """Events from the next one on reach nobody until a checkpoint has stored them.
+        """Events from the next one on reach nobody until a checkpoint has stored them."""
+        self._gate.hold_until_stored(self.sequence + 1)
 
-        For what the next checkpoint itself records (a tool round's last
-        results): their events wait for that commit, like a terminal event.
-        """
-        if self._barrier is None:
-            self._barrier = self.sequence + 1
-
-    def _deliverable(self, event: agent_pb2.RunEvent) -> bool:
-        if event.sequence > self.reserved:
-            return False
-        return self._barrier is None or event.sequence < self._barrier or event.sequence <= self.persisted
-
-    def _release(self) -> None:
-        while self._held and self._deliverable(self._held[0]):
-            self._deliver(self._held.popleft())
+    def _deliver_all(self, events: list[agent_pb2.RunEvent]) -> None:
+        for event in events:
+            self._deliver(event)
 
     def _deliver(self, event: agent_pb2.RunEvent) -> None:
         self._history.add(event)
@@ -168,12 +145,8 @@ class EventSink:
 
     def _emit(self, event: agent_pb2.RunEvent) -> None:
         self._pending.add(event)
-        if is_terminal(event) and self._barrier is None:
-            self._barrier = event.sequence
-        if not self._held and self._deliverable(event):
+        if self._gate.admit(event):
             self._deliver(event)
-        else:
-            self._held.append(event)
 
     def _new(self) -> agent_pb2.RunEvent:
         self.sequence += 1

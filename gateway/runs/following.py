@@ -16,7 +16,8 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 from agentloop.v1 import agent_pb2
-from gateway.journal.events import END_OF_RUN, is_terminal
+from gateway.journal.events import END_OF_RUN
+from gateway.journal.release import is_terminal
 from gateway.journal.run_journal import TRANSIENT
 from gateway.runs.active import ActiveRun
 from gateway.runs.live import Feed, LiveEvents, Lost
