@@ -205,15 +205,28 @@ class TlsSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TlsSettings:
-        e = os.environ if env is None else env
-        return cls(
-            cert_file=e.get("AGENTLOOP_TLS_CERT", ""),
-            key_file=e.get("AGENTLOOP_TLS_KEY", ""),
-            client_ca_file=e.get("AGENTLOOP_TLS_CLIENT_CA", ""),
-            ca_file=e.get("AGENTLOOP_TLS_CA", ""),
-            client_cert_file=e.get("AGENTLOOP_TLS_CLIENT_CERT", ""),
-            client_key_file=e.get("AGENTLOOP_TLS_CLIENT_KEY", ""),
-        )
+        return cls(**_texts(env, TLS_VARIABLES))
+
+
+TLS_VARIABLES = {
+    "cert_file": "AGENTLOOP_TLS_CERT",
+    "key_file": "AGENTLOOP_TLS_KEY",
+    "client_ca_file": "AGENTLOOP_TLS_CLIENT_CA",
+    "ca_file": "AGENTLOOP_TLS_CA",
+    "client_cert_file": "AGENTLOOP_TLS_CLIENT_CERT",
+    "client_key_file": "AGENTLOOP_TLS_CLIENT_KEY",
+}
+AUTH_VARIABLES = {
+    "tokens": "AGENTLOOP_AUTH_TOKENS",
+    "tokens_file": "AGENTLOOP_AUTH_TOKENS_FILE",
+    "verifier": "AGENTLOOP_AUTH_VERIFIER",
+}
+
+
+def _texts(env: Mapping[str, str] | None, variables: Mapping[str, str]) -> dict[str, str]:
+    """Text settings by field name: each variable's value as it is ("" when unset)."""
+    e = os.environ if env is None else env
+    return {name: e.get(variable, "") for name, variable in variables.items()}
 
 
 @dataclass(frozen=True)
@@ -229,12 +242,7 @@ class AuthSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
-        e = os.environ if env is None else env
-        return cls(
-            tokens=e.get("AGENTLOOP_AUTH_TOKENS", ""),
-            tokens_file=e.get("AGENTLOOP_AUTH_TOKENS_FILE", ""),
-            verifier=e.get("AGENTLOOP_AUTH_VERIFIER", ""),
-        )
+        return cls(**_texts(env, AUTH_VARIABLES))
 
 
 def service_token_from_env(env: Mapping[str, str] | None = None) -> str:

@@ -18,19 +18,18 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from agentloop.kernel.call_limits import current_caller
 from agentloop.kernel.errors import Aborted, Reason, ResourceExhausted
 from agentloop.kernel.retry import Backoff
 from agentloop.kernel.settings import GatewaySettings
-from agentloop.v1 import agent_pb2, common_pb2
+from agentloop.v1 import agent_pb2
 from gateway.deps.catalog import ToolCatalog
 from gateway.deps.model_catalog import ModelCatalog
 from gateway.journal.convert import initial_state
 from gateway.journal.events import RESERVE_BLOCK, EventSink
 from gateway.journal.run_journal import with_store_retries
-from gateway.journal.state import RunState
 from gateway.loop.graph import START
 from gateway.policies.context import calibration_of
 from gateway.policies.hooks import HookRegistry
@@ -61,20 +60,8 @@ def new_thread_id(request_id: str) -> str:
     return uuid.uuid5(REQUEST_THREADS, request_id).hex if request_id else uuid.uuid4().hex
 
 
-class Launch(Protocol):
-    """Hands a prepared run to a task of its own (`RunManager._launch`)."""
-
-    def __call__(
-        self,
-        state: RunState,
-        sink: EventSink,
-        specs: list[common_pb2.ToolSpec],
-        new_messages: list[common_pb2.Message],
-        start: str,
-        deadline: float | None,
-        recorded: dict[str, common_pb2.ToolResult],
-    ) -> ActiveRun: ...
-
+Launch = Callable[..., ActiveRun]
+"""Hands a prepared run to a task of its own (`RunManager._launch`)."""
 
 InBackground = Callable[[Coroutine[Any, Any, None], str], None]
 """Runs a task of the gateway's own until it is done or the gateway stops."""
