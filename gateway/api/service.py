@@ -1,8 +1,8 @@
 """The Agent gRPC service: thin handlers over the RunManager.
 
-Handlers validate, delegate and translate; the run itself lives in the
-manager, so a stream that ends (client gone, deadline) never leaves a run
-half-recorded.
+Every handler runs after the one access check (gateway.api.access: the caller resolved, its ids
+bounded); handlers delegate and translate (gateway.journal.convert); the run itself lives in the
+manager, so a stream that ends (client gone, deadline) never leaves a run half-recorded.
 """
 
 from __future__ import annotations
