@@ -1,7 +1,6 @@
 """The whole agentloop stack in one process, for testing your tools and your client code.
 
-    from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
-    from agentloop.testing import running_stack
+    from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn, running_stack
 
     async def test_my_tool() -> None:
         script = Script(scenarios=(Scenario(match="weather", turns=(...)),))
@@ -14,7 +13,10 @@ Scripted model (HTTP) ← Reasoner (gRPC) ← gateway (gRPC) → ToolService (gR
 ephemeral loopback port, each built by the production ``create_server`` of its service:
 nothing is mocked, only the model's answers are decided in advance (agentloop.scripted_model).
 The gateway keeps its threads in a throwaway SQLite file unless ``database_url`` names another.
-The stack stops like the services themselves (agentloop.serving.Server.aclose), newest first.
+The stack stops like the services themselves (agentloop.kernel.serving.Server.aclose), newest first.
+
+The scripted model's vocabulary (``Script``, ``Scenario``, ``Turn``, ``ScriptedToolCall``,
+``Fault``, ``Latency``, ...) is re-exported here, so a test imports from one place.
 """
 
 from __future__ import annotations
@@ -30,17 +32,30 @@ from typing import Any, Self, TypeVar
 import grpc
 
 from agentloop.client import AgentClient
-from agentloop.scripted_model import Script, ScriptedModelServer
-from agentloop.security import Authenticator, TlsSettings, service_authenticator
-from agentloop.serving import Server
-from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
+from agentloop.kernel.security import Authenticator, service_authenticator
+from agentloop.kernel.serving import Server
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, TlsSettings, ToolSettings
+from agentloop.scripted_model import (
+    DEFAULT_FINAL_TEXT,
+    ECHO_SCENARIO,
+    Fault,
+    FaultKind,
+    Latency,
+    Scenario,
+    Script,
+    ScriptedModelServer,
+    ScriptedToolCall,
+    Turn,
+)
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, reasoner_pb2_grpc, tools_pb2_grpc
-from gateway.service import AgentService, Gateway
-from gateway.service import create_server as create_gateway
+from gateway.api.server import Gateway
+from gateway.api.server import create_server as create_gateway
+from gateway.api.service import AgentService
 from gateway.store.base import Store
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc import ToolRegistry
 from tool_svc.builtins import default_registry
+from tool_svc.loader import load_modules
 from tool_svc.service import create_server as create_tools
 
 S = TypeVar("S", bound=Server)
@@ -119,6 +134,7 @@ async def start_stack(
     registry: ToolRegistry | None = None,
     *,
     tools: Sequence[Callable[..., Any]] = (),
+    tool_modules: Sequence[str] = (),
     reasoner_base_url: str | None = None,
     reasoner_addr: str | None = None,
     gateway_overrides: dict[str, Any] | None = None,
@@ -135,6 +151,8 @@ async def start_stack(
         script: what the model answers (default: echo the question).
         registry: the ToolService's tools; default the built-in tools.
         tools: functions (``@tool`` or plain, typed and documented) added to the registry.
+        tool_modules: modules whose tools are added first, named as ``agentloop serve tools
+            --tools`` names them.
         reasoner_base_url / reasoner_addr: point a hop elsewhere (a real model, a dead port).
         gateway_overrides / reasoner_overrides: GatewaySettings / ReasonerSettings fields.
         database_url: the gateway's database; default a throwaway SQLite file.
@@ -146,6 +164,7 @@ async def start_stack(
             gateway's calls to the other two.
     """
     registry = default_registry(ToolSettings()) if registry is None else registry
+    load_modules(registry, tool_modules)
     for fn in tools:
         registry.register(fn)
     async with contextlib.AsyncExitStack() as started:
@@ -260,3 +279,24 @@ def final_of(events: Sequence[agent_pb2.RunEvent]) -> agent_pb2.RunFinal:
     last = events[-1]
     assert last.WhichOneof("event") == "final", f"run ended with {last.WhichOneof('event')}: {last}"
     return last.final
+
+
+__all__ = [
+    "DEFAULT_FINAL_TEXT",
+    "ECHO_SCENARIO",
+    "Fault",
+    "FaultKind",
+    "Latency",
+    "Scenario",
+    "Script",
+    "ScriptedModelServer",
+    "ScriptedToolCall",
+    "Stack",
+    "Turn",
+    "assert_numbered",
+    "final_of",
+    "kinds",
+    "running_stack",
+    "start_stack",
+    "tokens_joined",
+]

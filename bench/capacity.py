@@ -39,7 +39,7 @@ import asyncpg
 import grpc
 from sqlalchemy.engine import make_url
 
-from agentloop.demo import Child, services
+from agentloop.cli.demo import Child, services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
 from bench.workload import bench_parser, bench_script, cpu_seconds, percentile, publish, write_script

@@ -25,7 +25,7 @@ from typing import Any
 
 import grpc
 
-from agentloop.demo import services
+from agentloop.cli.demo import services
 from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.scripted_model import Scenario, Script
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2

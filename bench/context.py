@@ -24,12 +24,12 @@ from typing import Any
 
 import grpc
 
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.scripted_model import Scenario, Script, ScriptedModelServer, Turn
-from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.workload import publish
-from gateway.compression import TRANSCRIPT_HEADER
-from gateway.service import create_server as create_gateway
+from gateway.api.server import create_server as create_gateway
+from gateway.loop.compression import TRANSCRIPT_HEADER
 from reasoner_svc.service import create_server as create_reasoner
 from tool_svc.service import create_server as create_tools
 

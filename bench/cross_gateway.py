@@ -3,7 +3,7 @@
 Two gateways (each a whole in-process stack: scripted model, reasoner, tool
 service, gateway, every hop a real socket) share one throwaway Postgres
 database. Runs stream tokens on gateway A while clients Watch them through
-gateway B, which learns of them over LISTEN/NOTIFY (gateway.live).
+gateway B, which learns of them over LISTEN/NOTIFY (gateway.runs.live).
 
 Each event is stamped when A's EventSink delivers it (a subscriber queue that
 records the clock as the event is put in it, i.e. at emission) and when the

@@ -31,7 +31,7 @@ from typing import Any
 
 import grpc
 
-from agentloop.demo import services
+from agentloop.cli.demo import services
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedModelServer, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database

@@ -45,7 +45,7 @@ import aiosqlite
 import grpc
 import openai
 
-from agentloop import eventloop
+from agentloop.kernel import eventloop
 from agentloop.scripted_model import Scenario, Script, Turn
 from bench.inflight import STEPS, Level, ideal_run_s
 from bench.workload import bench_parser, cpu_seconds, publish

@@ -11,7 +11,7 @@ answering its keepalive PINGs) and then never call. None carries
 credentials. While they are held, the client that was already connected
 runs back to back, and every `--fresh-every-s` a new client (a new
 connection) connects and runs once. Both clients use agentloop's own channel options
-(agentloop.channels: reconnect within a second), as AgentClient does.
+(agentloop.kernel.channels: reconnect within a second), as AgentClient does.
 
 Reports: connections accepted (the TCP connect succeeded), closed by the
 gateway and when (at once: the connection cap; about the handshake timeout:
@@ -49,9 +49,9 @@ from typing import Any
 
 import grpc
 
-from agentloop.channels import open_channel
+from agentloop.kernel.channels import open_channel
+from agentloop.kernel.settings import GATEWAY_LIMITS
 from agentloop.scripted_model import Scenario, Script, Turn
-from agentloop.settings import GATEWAY_LIMITS
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.load import running_services
 from bench.workload import open_fds, percentile, rss_mib

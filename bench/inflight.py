@@ -52,10 +52,10 @@ from typing import Any
 
 import grpc
 
-from agentloop.eventloop import loop_factory
+from agentloop.kernel.eventloop import loop_factory
+from agentloop.kernel.settings import GatewaySettings
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.scripted_model.wire import Pieces
-from agentloop.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.load import Samples, Tally, memory_report, one_run, running_services, sample_rss
 from bench.pg import bench_database

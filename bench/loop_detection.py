@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentloop.loop_policy import LoopPolicy, parse_policies
+from agentloop.kernel.loop_policy import LoopPolicy, parse_policies
 from agentloop.v1 import common_pb2
 from bench.workload import publish
-from gateway.loop_detection import LoopSettings, describe, detect_loop, rounds_of
+from gateway.policies.loop_detection import LoopSettings, describe, detect_loop, rounds_of
 
 CORPUS = Path(__file__).with_name("loop_corpus.json")
 OUT = Path(__file__).parent / "results" / "loop_detection.json"

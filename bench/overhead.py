@@ -25,7 +25,7 @@ from typing import Any
 
 import grpc
 
-from agentloop.demo import services
+from agentloop.cli.demo import services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.pg import bench_database
 from bench.workload import bench_parser, bench_script, cpu_seconds, percentile, publish, rss_mib, write_script

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentloop.demo import Child
+from agentloop.cli.demo import Child
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL_MODULE = "tests.fixtures.soak_tools"

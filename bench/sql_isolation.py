@@ -25,9 +25,9 @@ from typing import Any
 
 import grpc
 
-from agentloop.settings import ToolSettings
+from agentloop.kernel.settings import ToolSettings
+from agentloop.kernel.wellknown import duration
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
-from agentloop.wellknown import duration
 from bench.workload import bench_parser, measure_and_publish
 from tool_svc.builtins import default_registry
 from tool_svc.service import create_server

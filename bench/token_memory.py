@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agentloop.v1 import agent_pb2
 from bench.workload import publish
-from gateway.events import EventSink
+from gateway.journal.events import EventSink
 
 RESULTS = Path(__file__).parent / "results"
 TOKEN = "tok "

@@ -32,10 +32,9 @@ from typing import Any
 import grpc
 from google.rpc import code_pb2
 
-from agentloop.client import AgentClient
-from agentloop.scripted_model import Script, ScriptedModelServer
+from agentloop.client import AgentClient, struct_to_dict
+from agentloop.testing import Script, ScriptedModelServer, start_stack
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
-from agentloop.wellknown import struct_to_dict
 
 DEFAULT_GATEWAY_ADDR = "127.0.0.1:50050"
 TOOL_MODULES = ("example_tools", "caller_tools")
@@ -104,20 +103,13 @@ async def _connect(example: Example, addr: str, model: ScriptedModelServer | Non
 async def _self_contained(
     example: Example, script: Script, tools: Sequence[Callable[..., Any]], gateway: dict[str, Any]
 ) -> None:
-    from agentloop.settings import ToolSettings
-    from agentloop.testing import start_stack
-    from tool_svc.builtins import default_registry
-    from tool_svc.loader import load_modules
-
     # The services' own logs (a tool's traceback, say) would mix with the example's output.
     logging.getLogger().addHandler(logging.NullHandler())
-    registry = default_registry(ToolSettings())
-    load_modules(registry, TOOL_MODULES)
     with tempfile.TemporaryDirectory(prefix="agentloop-example-") as tmp:
         stack = await start_stack(
             script,
-            registry,
             tools=tools,
+            tool_modules=TOOL_MODULES,
             database_url=f"sqlite+aiosqlite:///{tmp}/gateway.db",
             gateway_overrides=gateway,
         )

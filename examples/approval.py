@@ -20,7 +20,7 @@ from agentloop.client import (
     edit,
     reject,
 )
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
 
 # With --self-contained the model calls add(1, 2) and then reports the tool's result.
 SCRIPT = Script(

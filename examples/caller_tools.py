@@ -5,7 +5,7 @@ Serve it with `PYTHONPATH=examples agentloop serve tools --tools caller_tools`.
 
 from __future__ import annotations
 
-from tool_svc import Conversation, RunId, RunMetadata, ThreadId, UserId, tool
+from agentloop.tools import Conversation, RunId, RunMetadata, ThreadId, UserId, tool
 
 
 @tool

@@ -7,7 +7,7 @@ import asyncio
 
 from _harness import RpcError, Session, collect, run_example, show, unique
 
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 
 ANA = "ana"

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections import Counter
 
-from tool_svc import LoopPolicy, tool
+from agentloop.tools import LoopPolicy, tool
 
 
 @tool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from _harness import Session, collect, run_example, show, system_messages_sent, unique
 
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 
 QUERY = "SELECT name, country FROM customers ORDER BY id LIMIT 3"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from _harness import RpcError, Session, collect, run_example, show, system_messages_sent
 
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 
 CLIENT_HOOKS = ("audit", "house_style", "sign")

@@ -8,9 +8,9 @@ import json
 from _harness import Session, collect, run_example, show, unique
 from caller_tools import caller_info
 
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.tools import ToolRegistry
 from agentloop.v1 import agent_pb2
-from tool_svc import ToolRegistry
 
 # With --self-contained: "who am i" calls caller_info with only `topic`; "forge" also tries to
 # set the hidden `user` parameter.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from _harness import Session, run_example, system_messages_sent, unique
 
 from agentloop.client import Decision, Memory
-from agentloop.scripted_model import Scenario, Script, Turn
+from agentloop.testing import Scenario, Script, Turn
 
 # With --self-contained the model just echoes; what matters is what the gateway sends it.
 SCRIPT = Script(scenarios=(Scenario(match="", turns=(Turn(content="Noted: {{user}}"),)),))

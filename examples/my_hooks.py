@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
+from agentloop.hooks import Hook, HookContext
 from agentloop.v1 import common_pb2
-from gateway.hooks import Hook, HookContext
 
 STYLE = "House style: answer in one short paragraph and name the tools you used."
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from _harness import Session, collect, run_example
 
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 
 # With --self-contained the model asks for two calls of `track` (a test tool that takes 50 ms)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from _harness import RpcError, Session, collect, compact, run_example, show
 
-from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
+from agentloop.client import dict_to_struct, struct_to_dict
+from agentloop.testing import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
-from agentloop.wellknown import dict_to_struct, struct_to_dict
 
 SCHEMA = {
     "type": "object",

@@ -15,8 +15,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError, loads_bounded
+from agentloop.kernel.errors import InvalidArgument
+from agentloop.kernel.jsonlimits import JsonLimitError, loads_bounded
 from agentloop.v1 import common_pb2, reasoner_pb2
 
 OUTPUT_FIELD = "responses_output"

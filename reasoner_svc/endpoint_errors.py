@@ -29,7 +29,7 @@ from typing import Any
 import aiohttp
 import openai
 
-from agentloop.errors import (
+from agentloop.kernel.errors import (
     AgentloopError,
     DeadlineExceeded,
     FailedPrecondition,

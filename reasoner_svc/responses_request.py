@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloop.errors import InvalidArgument
-from agentloop.jsonlimits import JsonLimitError
+from agentloop.kernel.errors import InvalidArgument
+from agentloop.kernel.jsonlimits import JsonLimitError
 from agentloop.v1 import common_pb2, reasoner_pb2
 from reasoner_svc.convert import (
     OUTPUT_FIELD,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import openai
 
-from agentloop.errors import InvalidArgument, Reason
-from agentloop.named_models import ModelTable, NamedModel
+from agentloop.kernel.errors import InvalidArgument, Reason
+from agentloop.kernel.named_models import ModelTable, NamedModel
 from agentloop.v1 import reasoner_pb2
 from reasoner_svc.protocol import ChatCompletions, ModelProtocol, Responses
 from reasoner_svc.think_tags import ThinkMode

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,13 +29,12 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from agentloop.errors import AgentloopError, DeadlineExceeded, ResourceExhausted
-from agentloop.named_models import load_models
-from agentloop.retry import Backoff
-from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
-from agentloop.serving import Server, serve_service
-from agentloop.settings import ReasonerSettings
-from agentloop.telemetry import Telemetry
+from agentloop.kernel.errors import AgentloopError, DeadlineExceeded, ResourceExhausted
+from agentloop.kernel.retry import Backoff
+from agentloop.kernel.security import Authenticator, service_authenticator
+from agentloop.kernel.serving import Server, serve_service
+from agentloop.kernel.settings import ReasonerSettings, TlsSettings
+from agentloop.kernel.telemetry import Telemetry
 from agentloop.v1 import reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.assembly import AnswerReader
 from reasoner_svc.endpoint_errors import Failure, classify, could_not_connect
@@ -346,9 +344,9 @@ async def create_server(
     the configured API key, so only the gateway may call it. A ``client`` given
     here stays the caller's to close (it serves the models at the environment model's endpoint);
     the ones made here close with the server. The models are the environment's and the models
-    file's (agentloop.named_models): a bad file raises SettingError before anything listens.
+    file's (agentloop.kernel.named_models): a bad file raises SettingError before anything listens.
     """
-    table = load_models(settings, os.environ)
+    table = settings.model_table()
     async with Server().starting() as server:
         routes = Routes(table, client)
         server.resources.push_async_callback(routes.aclose)
@@ -375,7 +373,7 @@ async def create_server(
 
 async def serve(settings: ReasonerSettings) -> None:
     """Run a Reasoner until SIGINT/SIGTERM; spans and metrics are flushed on the way out."""
-    tls, authenticator = TlsSettings.from_env(), service_authenticator(service_token_from_env())
+    tls, authenticator = settings.security.tls, service_authenticator(settings.security.service_token)
     await serve_service(
         "reasoner",
         "agentloop-reasoner",

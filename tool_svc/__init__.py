@@ -4,7 +4,7 @@ Write a tool as a plain typed function, mark it with ``@tool`` and load its
 module with ``agentloop serve tools --tools mypkg.tools``; see docs/tools.md.
 """
 
-from agentloop.loop_policy import LoopPolicy
+from agentloop.kernel.loop_policy import LoopPolicy
 from tool_svc.injected import Conversation, Injected, RunId, RunMetadata, ThreadId, UserId
 from tool_svc.registry import NextStep, Tool, ToolContext, ToolRegistry, tool
 

@@ -22,10 +22,10 @@ from typing import Any, TypeAlias
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from agentloop.channels import MAX_MESSAGE_BYTES
-from agentloop.telemetry import Telemetry
+from agentloop.kernel.channels import MAX_MESSAGE_BYTES
+from agentloop.kernel.telemetry import Telemetry
+from agentloop.kernel.wellknown import duration
 from agentloop.v1 import common_pb2, tools_pb2
-from agentloop.wellknown import duration
 from tool_svc.injected import InjectedValues
 from tool_svc.registry import ArgumentError, ErrorKind, ResultTooLarge, Tool, ToolContext, ToolRegistry
 

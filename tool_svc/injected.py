@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeAlias
 
-from agentloop.channels import MAX_MESSAGE_BYTES
-from agentloop.jsonlimits import JsonLimitError, json_kind, loads_bounded
+from agentloop.kernel.channels import MAX_MESSAGE_BYTES
+from agentloop.kernel.jsonlimits import JsonLimitError, json_kind, loads_bounded
 from agentloop.v1 import common_pb2
 
 InjectedKind: TypeAlias = Literal["conversation", "user_id", "thread_id", "run_id", "run_metadata"]

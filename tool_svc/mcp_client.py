@@ -30,7 +30,7 @@ import mcp_types
 from mcp import Client, MCPError
 from pydantic import ValidationError
 
-from agentloop.untrusted_schema import SchemaRefused, check_schema
+from agentloop.kernel.untrusted_schema import SchemaRefused, check_schema
 from tool_svc.executor import DEFAULT_MAX_RESULT_BYTES
 from tool_svc.mcp_config import McpServerConfig
 from tool_svc.mcp_transport import http_client, http_session, message_limit, stdio_parameters, too_large
@@ -269,7 +269,7 @@ class McpConnection:
     def _build(self, remote: mcp_types.Tool, taken: set[str]) -> Tool | None:
         """The registry entry of one listed tool, or None (and one log line) when it cannot be served.
 
-        Its schemas must pass agentloop.untrusted_schema: nothing they refer to
+        Its schemas must pass agentloop.kernel.untrusted_schema: nothing they refer to
         is fetched, and an input schema the Reasoner would refuse is caught
         here, so one bad tool is left out instead of failing every run.
         """

@@ -19,7 +19,6 @@ file and the field path.
 from __future__ import annotations
 
 import json
-import os
 import re
 import string
 import tomllib
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agentloop.kernel.settings import environment
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_SERVERS = 64
@@ -88,7 +89,7 @@ def load_mcp_config(path: str, environ: Mapping[str, str] | None = None) -> dict
         raise McpConfigError(
             f"{path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {exc}"
         ) from None
-    return parse_mcp_config(data, path, os.environ if environ is None else environ)
+    return parse_mcp_config(data, path, environment() if environ is None else environ)
 
 
 def parse_mcp_config(data: Any, source: str, environ: Mapping[str, str]) -> dict[str, McpServerConfig]:

@@ -28,6 +28,7 @@ import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from agentloop.kernel.settings import environment
 from tool_svc.mcp_config import McpServerConfig
 from tool_svc.mcp_stdio_guard import TOO_LARGE_CODE
 
@@ -57,7 +58,7 @@ def stdio_parameters(config: McpServerConfig, limit: int) -> StdioServerParamete
     were started directly.
     """
     assert config.command is not None
-    command = _resolve(config.command, config.cwd, (config.env or {}).get("PATH", os.environ.get("PATH")))
+    command = _resolve(config.command, config.cwd, (config.env or {}).get("PATH", environment().get("PATH")))
     return StdioServerParameters(
         command=sys.executable,
         args=["-I", str(GUARD), str(limit), command, *config.args],

@@ -18,9 +18,9 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 from jsonschema import ValidationError
 
-from agentloop.jsonlimits import JsonLimitError, json_kind, loads_bounded
-from agentloop.loop_policy import LoopPolicy
-from agentloop.untrusted_schema import SchemaRefused, compile_schema
+from agentloop.kernel.jsonlimits import JsonLimitError, json_kind, loads_bounded
+from agentloop.kernel.loop_policy import LoopPolicy
+from agentloop.kernel.untrusted_schema import SchemaRefused, compile_schema
 from agentloop.v1 import common_pb2
 from tool_svc.schema import FunctionSchema, function_schema
 

@@ -14,13 +14,14 @@ from contextlib import aclosing
 
 import grpc
 
-from agentloop.errors import InvalidArgument
-from agentloop.security import Authenticator, TlsSettings, service_authenticator, service_token_from_env
-from agentloop.serving import Server, serve_service
-from agentloop.settings import SettingError, ToolSettings
-from agentloop.telemetry import Telemetry
+from agentloop.kernel.errors import InvalidArgument
+from agentloop.kernel.security import Authenticator, service_authenticator
+from agentloop.kernel.serving import Server, serve_service
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import TlsSettings, ToolSettings
+from agentloop.kernel.telemetry import Telemetry
+from agentloop.kernel.wellknown import seconds
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
-from agentloop.wellknown import seconds
 from tool_svc.builtins import default_registry
 from tool_svc.executor import MAX_BATCH_RESULT_BYTES, ResultMemo, execute
 from tool_svc.injected import InjectedValues
@@ -167,7 +168,7 @@ async def create_server(
 
 async def serve(settings: ToolSettings) -> None:
     """Run a ToolService until SIGINT/SIGTERM (what ``agentloop serve tools`` does)."""
-    tls, authenticator = TlsSettings.from_env(), service_authenticator(service_token_from_env())
+    tls, authenticator = settings.security.tls, service_authenticator(settings.security.service_token)
     await serve_service(
         "ToolService",
         "agentloop-tools",

@@ -14,7 +14,12 @@
                     print(reply)
 
 Events and results are the dataclasses of agentloop.client.events; errors are ClientError
-(``code`` is the gRPC status name). See docs/client.md.
+(``code`` is the gRPC status name). See docs/client.md. ``TlsSettings`` names the certificates
+of a TLS gateway; ``dict_to_struct`` / ``struct_to_dict`` turn JSON-like values into the
+contract's ``Struct`` and back (an output schema, a structured answer).
+
+The client stands on the contract (agentloop.v1) and the client-side kernel alone: a program
+that only talks to a gateway imports none of the services.
 """
 
 from agentloop.client.aio import AgentClient
@@ -46,6 +51,8 @@ from agentloop.client.events import (
     reject,
 )
 from agentloop.client.sync import Client
+from agentloop.kernel.settings import TlsSettings
+from agentloop.kernel.wellknown import dict_to_struct, struct_to_dict
 
 __all__ = [
     "AgentClient",
@@ -66,6 +73,7 @@ __all__ = [
     "RunResult",
     "Thread",
     "ThreadSummary",
+    "TlsSettings",
     "Token",
     "ToolDecision",
     "ToolFinished",
@@ -73,6 +81,8 @@ __all__ = [
     "ToolStarted",
     "Usage",
     "approve",
+    "dict_to_struct",
     "edit",
     "reject",
+    "struct_to_dict",
 ]

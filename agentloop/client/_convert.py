@@ -16,8 +16,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from google.rpc import code_pb2
 
 from agentloop.client import events as ev
+from agentloop.kernel.wellknown import dict_to_struct, seconds, struct_to_dict
 from agentloop.v1 import agent_pb2, common_pb2
-from agentloop.wellknown import dict_to_struct, seconds, struct_to_dict
 
 STREAM_MODES = {
     "final": agent_pb2.STREAM_MODE_FINAL_ONLY,

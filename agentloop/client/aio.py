@@ -17,7 +17,6 @@ attaches the retry to the run the first attempt started instead of starting anot
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -28,9 +27,9 @@ import grpc
 from agentloop.client import _convert
 from agentloop.client import events as ev
 from agentloop.client.errors import RETRYABLE, ClientError
-from agentloop.retry import CLIENT_REATTACH_ATTEMPTS, CLIENT_REATTACH_BACKOFF_S, Backoff
-from agentloop.security import TlsSettings, open_channel
-from agentloop.settings import gateway_addr
+from agentloop.kernel.retry import CLIENT_REATTACH_ATTEMPTS, CLIENT_REATTACH_BACKOFF_S, Backoff
+from agentloop.kernel.settings import TlsSettings, client_token, gateway_addr
+from agentloop.kernel.tls import open_channel
 from agentloop.v1 import agent_pb2_grpc
 
 T = TypeVar("T")
@@ -71,7 +70,7 @@ class AgentClient:
         reattach_backoff_s: float = CLIENT_REATTACH_BACKOFF_S,
     ) -> None:
         self.address = address or gateway_addr()
-        token = os.environ.get("AGENTLOOP_TOKEN", "") if token is None else token
+        token = client_token() if token is None else token
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._channel = open_channel(self.address, TlsSettings.from_env() if tls is None else tls)
         self._stub = agent_pb2_grpc.AgentStub(self._channel)

@@ -1,6 +1,6 @@
 """agentloop's side of the peer benchmark: its three services as processes, measured like the peer.
 
-The services are started with `agentloop.demo.services` (reasoner, tools,
+The services are started with `agentloop.cli.demo.services` (reasoner, tools,
 gateway, each its own process) against the shared fake model, with the
 `lookup` tool module loaded into the tool service and the gateway on a fresh
 database of the shared Postgres cluster, or on an embedded SQLite file. Each
@@ -31,7 +31,7 @@ from typing import Any
 import asyncpg
 import grpc
 
-from agentloop.demo import services
+from agentloop.cli.demo import services
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.peer.matrix import Config
 from bench.peer.processes import FakeModel, PostgresCluster

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentloop.demo import stop_process
+from agentloop.cli.demo import stop_process
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _START_TIMEOUT_S = 60.0

@@ -6,7 +6,7 @@ Serve them with `agentloop dev --tools examples/three_tools/tools.py` (one proce
 
 from __future__ import annotations
 
-from tool_svc import tool
+from agentloop.tools import tool
 
 FORECASTS = {"oslo": "light snow, -2 °C", "lisbon": "sunny, 19 °C"}
 RESTAURANTS = {"oslo": ["Maaemo", "Kontrast"], "lisbon": ["Belcanto", "Prado"]}

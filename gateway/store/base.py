@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agentloop.errors import AgentloopError
 from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.kernel.errors import AgentloopError
 from agentloop.v1 import agent_pb2, common_pb2
 
 
@@ -144,7 +144,10 @@ class CheckpointWrite:
 
 @dataclass(frozen=True)
 class Memory:
-    """A fact a user asked the agent to remember, recalled in the user's later runs (`gateway.memory`)."""
+    """A fact a user asked the agent to remember, recalled in the user's later runs.
+
+    Recall ranks them (`gateway.loop.memory`).
+    """
 
     memory_id: str
     user_id: str
@@ -292,7 +295,7 @@ class Store(abc.ABC):
 
         `closing` messages are appended to the copy in the same transaction
         (the results that close tool calls the copy leaves open, see
-        `gateway.forking`).
+        `gateway.runs.forking`).
 
         The copy has no runs and shares nothing with the original. Raises
         NotFound for an unknown thread and AlreadyExists when `new_thread_id`

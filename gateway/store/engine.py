@@ -15,7 +15,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from agentloop.settings import DB_TEMP_FILE_LIMIT, check_database_url
+from agentloop.kernel.settings import DB_TEMP_FILE_LIMIT, check_database_url
 from gateway.store.errors import is_connection_error
 
 SQLITE_BUSY_TIMEOUT_MS = 5000

@@ -40,8 +40,8 @@ import asyncpg.exceptions
 import sqlalchemy.exc
 from sqlalchemy.exc import StatementError
 
-from agentloop.errors import Reason, ResourceExhausted, Unavailable
-from agentloop.retry import STORE_BACKOFF, STORE_RETRY_BUDGET_S
+from agentloop.kernel.errors import Reason, ResourceExhausted, Unavailable
+from agentloop.kernel.retry import STORE_BACKOFF, STORE_RETRY_BUDGET_S
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from agentloop.retry import STORE_RETRY_BUDGET_S
-from agentloop.settings import DB_TEMP_FILE_LIMIT, StartupError
+from agentloop.kernel.retry import STORE_RETRY_BUDGET_S
+from agentloop.kernel.setting_errors import StartupError
+from agentloop.kernel.settings import DB_TEMP_FILE_LIMIT, data_home
 from gateway.store import migrate as migrations
 from gateway.store.engine import POOL_OVERFLOW, POOL_SIZE, make_engine, to_async_url
 from gateway.store.errors import scrubbed
@@ -38,8 +37,7 @@ DB_FILENAME = "agentloop.db"
 
 def default_sqlite_url() -> str:
     """`$AGENTLOOP_HOME/agentloop.db`, else `~/.local/share/agentloop/agentloop.db` (directory created)."""
-    home = os.environ.get("AGENTLOOP_HOME", "")
-    directory = Path(home).expanduser() if home else Path.home() / ".local" / "share" / "agentloop"
+    directory = data_home()
     directory.mkdir(parents=True, exist_ok=True)
     return f"sqlite+aiosqlite:///{directory / DB_FILENAME}"
 

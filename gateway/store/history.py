@@ -13,15 +13,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agentloop.errors import NotFound, Reason
+from agentloop.kernel.errors import NotFound, Reason
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.storable import storable
 from gateway.store import tables as t
 from gateway.store.base import CheckpointRow, CheckpointWrite, LeaseLost, RunRow
 from gateway.store.hotpath import StepWrite
 from gateway.store.rows import RUNNING, checkpoint_row, greatest, run_row, stored_event, utc_now
 from gateway.store.scope import thread_key
 from gateway.store.sqlbase import SqlBase
+from gateway.store.storable import storable
 
 
 class HistoryQueries(SqlBase):

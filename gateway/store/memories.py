@@ -1,4 +1,4 @@
-"""`SqlStore`'s long-term memories: facts kept per user, outside any thread (see `gateway.memory`)."""
+"""`SqlStore`'s long-term memories: facts kept per user, outside any thread (see `gateway.loop.memory`)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from datetime import datetime
 
 from sqlalchemy import and_, delete, or_, select
 
-from gateway.storable import storable
 from gateway.store import tables as t
 from gateway.store.base import Memory
 from gateway.store.rows import memory_row, utc_now
 from gateway.store.sqlbase import SqlBase
+from gateway.store.storable import storable
 
 
 class MemoryQueries(SqlBase):

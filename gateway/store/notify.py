@@ -15,7 +15,7 @@ to run. Two dedicated asyncpg connections, outside the store's pool:
   reset (`RESET_PAYLOAD`) once the connection is back: they then read the store.
 
 A NOTIFY payload must be shorter than 8000 bytes (`MAX_PAYLOAD`); framing
-bigger messages is the caller's business (see gateway.live).
+bigger messages is the caller's business (see gateway.runs.live).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import and_, case, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from agentloop.errors import FailedPrecondition, NotFound, Reason
+from agentloop.kernel.errors import FailedPrecondition, NotFound, Reason
 from agentloop.v1 import agent_pb2
 from gateway.store import tables as t
 from gateway.store.base import RequestReplayed, RunRow, RunStatus, ThreadBusy

@@ -5,7 +5,7 @@ share one namespace: a Run naming another user's id would either fail
 (telling the caller the id exists) or squat ids before their owner used
 them. So the store keys a thread by `thread_key(user_id, thread_id)`, the
 user id and the client's id joined by the ASCII unit separator, which no
-client id can contain (`gateway.validation.check_ids` refuses control
+client id can contain (`gateway.api.access.check_ids` refuses control
 characters). Every lookup by thread therefore names the user, and user B's
 "t1" is simply another thread than user A's "t1".
 

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from agentloop.retry import STORE_RETRY_BUDGET_S
-from agentloop.settings import DB_TEMP_FILE_LIMIT
+from agentloop.kernel.retry import STORE_RETRY_BUDGET_S
+from agentloop.kernel.settings import DB_TEMP_FILE_LIMIT
 from gateway.store.dialects import dialect_for
 from gateway.store.engine import POOL_OVERFLOW, POOL_SIZE, make_engine
 from gateway.store.errors import scrubbed

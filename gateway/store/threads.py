@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import and_, func, literal, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from agentloop.errors import AlreadyExists, NotFound, Reason
+from agentloop.kernel.errors import AlreadyExists, NotFound, Reason
 from agentloop.v1 import common_pb2
 from gateway.store import tables as t
 from gateway.store.base import ThreadRow

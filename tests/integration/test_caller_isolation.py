@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from agentloop.security import Authenticator
+from agentloop.kernel.security import Authenticator
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from tests.support.stack import Stack, start_stack
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.cli import ask, health
+from agentloop.cli.commands.ask import ask
+from agentloop.cli.main import health
 from agentloop.scripted_model import demo_script
 from tests.support.net import free_port
 from tests.support.stack import start_stack

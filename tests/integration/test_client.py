@@ -27,8 +27,9 @@ from agentloop.client import (
     edit,
     reject,
 )
+from agentloop.kernel.security import Authenticator
+from agentloop.kernel.settings import TlsSettings
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
-from agentloop.security import Authenticator, TlsSettings
 from agentloop.testing import running_stack
 from tests.support.certs import make_certs
 from tests.support.net import pipe

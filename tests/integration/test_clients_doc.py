@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.demo import services
+from agentloop.cli.demo import services
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration

@@ -21,9 +21,9 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
+from agentloop.kernel.security import Authenticator
+from agentloop.kernel.settings import GATEWAY_LIMITS, ServerLimits
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
-from agentloop.security import Authenticator
-from agentloop.settings import GATEWAY_LIMITS, ServerLimits
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from bench.idle_flood import Held, hold_many
 from tests.support.stack import Stack, final_of, start_stack

@@ -28,8 +28,8 @@ from agentloop.scripted_model import (
     Turn,
 )
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
-from gateway.compression import TRANSCRIPT_HEADER
-from gateway.context import summary_range
+from gateway.loop.compression import TRANSCRIPT_HEADER
+from gateway.policies.context import summary_range
 from tests.integration.test_crash_resume import gateway_process, kill, watch_to_end
 from tests.support.stack import final_of, start_stack
 from tool_svc import ToolRegistry

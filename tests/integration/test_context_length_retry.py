@@ -16,8 +16,8 @@ import pytest
 from agentloop.scripted_model import Fault, Recording, Scenario, Script, Turn
 from agentloop.testing import final_of, kinds, running_stack
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.compression import TRANSCRIPT_HEADER
-from gateway.context import summary_range
+from gateway.loop.compression import TRANSCRIPT_HEADER
+from gateway.policies.context import summary_range
 from tests.support.recordings import DIRECTORY
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import grpc
 import pytest
 
-from agentloop.demo import Child
+from agentloop.cli.demo import Child
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from tests.support.stack import Stack, final_of

@@ -19,7 +19,7 @@ import pytest
 
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
-from gateway.live import run_channel
+from gateway.runs.live import run_channel
 from gateway.store.notify import APPLICATION_NAME
 from tests.support.postgres import fresh_postgres_database
 from tests.support.stack import Stack, start_stack, tokens_joined

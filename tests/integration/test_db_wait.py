@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agentloop.cli import main
+from agentloop.cli.main import main
 
 pytestmark = pytest.mark.integration
 

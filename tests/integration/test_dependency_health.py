@@ -18,14 +18,14 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agentloop.cli import health
+from agentloop.cli.main import health
+from agentloop.kernel.security import service_authenticator
+from agentloop.kernel.serving import HEALTH_REASON_KEY
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.scripted_model import Script, ScriptedModelServer
-from agentloop.security import service_authenticator
-from agentloop.serving import HEALTH_REASON_KEY
-from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
-from gateway.service import Gateway
-from gateway.service import create_server as create_gateway
+from gateway.api.server import Gateway
+from gateway.api.server import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
 from tests.support.waiting import assert_eventually
 from tool_svc.builtins import default_registry
@@ -90,7 +90,7 @@ async def _checked(addr: str) -> tuple[int, str]:
 async def test_a_gateway_its_dependencies_refuse_is_not_serving_and_says_why(
     gateway_token: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="gateway.health")
+    caplog.set_level(logging.WARNING, logger="gateway.api.health")
     async with services(gateway_token, tmp_path) as up:
         await assert_eventually(
             lambda: up.gateway.health.status == {"reasoner": False, "tools": False, "store": True}
@@ -113,7 +113,7 @@ async def test_a_gateway_its_dependencies_refuse_is_not_serving_and_says_why(
                 )
         assert failed.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert up.model.request_count == 0  # the probe never reached the model
-    logged = [r.getMessage() for r in caplog.records if r.name == "gateway.health"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "gateway.api.health"]
     told = "invalid bearer token" if gateway_token else "missing bearer token"
     for dependency, call in (("reasoner", "Step"), ("tools", "ListTools")):
         line = next(m for m in logged if m.startswith(f"dependency {dependency} is unhealthy: "))

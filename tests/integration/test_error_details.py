@@ -14,7 +14,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from agentloop.errors import ERROR_DOMAIN
+from agentloop.kernel.errors import ERROR_DOMAIN
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2
 from tests.support.stack import Stack, start_stack

@@ -4,7 +4,7 @@ The test reads the table of reasons from the page itself, provokes each row
 against real services (two gateways on one database, for the reasons that
 need a second owner or a full gateway; the Reasoner for its own), and checks code and reason as any
 gRPC client reads them: from the `grpc-status-details-bin` trailer. The
-table must name exactly the reasons of `agentloop.errors.Reason`, the only
+table must name exactly the reasons of `agentloop.kernel.errors.Reason`, the only
 reasons the code can raise with (mypy holds every raise to that type).
 """
 
@@ -23,12 +23,12 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from agentloop.errors import Reason
+from agentloop.kernel.errors import Reason
+from agentloop.kernel.settings import GATEWAY_LIMITS, GatewaySettings
 from agentloop.scripted_model import Fault, Scenario, Script, ScriptedToolCall, Turn
-from agentloop.settings import GATEWAY_LIMITS, GatewaySettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2, reasoner_pb2
-from gateway.service import Gateway
-from gateway.service import create_server as create_gateway
+from gateway.api.server import Gateway
+from gateway.api.server import create_server as create_gateway
 from tests.support.postgres import private_cluster
 from tests.support.scripts import add_scenario
 from tests.support.stack import Stack, start_stack

@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
-from gateway.forking import NOT_RUN_RESULT
+from gateway.journal.closing import NOT_RUN_RESULT
 from tests.integration.test_threads_and_runs import SCRIPT
 from tests.support.stack import Stack, final_of, start_stack
 from tests.support.tools import make_registry

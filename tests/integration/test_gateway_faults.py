@@ -9,9 +9,9 @@ import grpc
 import pytest
 from google.rpc import code_pb2
 
+from agentloop.kernel.serving import Server
+from agentloop.kernel.settings import ReasonerSettings
 from agentloop.scripted_model import Latency, Scenario, Script, Turn
-from agentloop.serving import Server
-from agentloop.settings import ReasonerSettings
 from agentloop.v1 import agent_pb2
 from reasoner_svc.service import create_server as create_reasoner
 from tests.support.processes import free_port

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from agentloop.kernel.wellknown import duration
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
-from agentloop.wellknown import duration
 from tests.support.stack import Stack, assert_numbered, final_of, kinds
 from tests.support.tools import Probe, probed_stack
 

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from agentloop.kernel.wellknown import struct_to_dict
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2
-from agentloop.wellknown import struct_to_dict
 from tests.support.stack import Stack, final_of, kinds, start_stack
 from tests.support.tools import make_registry
 

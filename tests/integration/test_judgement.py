@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from agentloop.kernel.wellknown import dict_to_struct, struct_to_dict
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
-from agentloop.wellknown import dict_to_struct, struct_to_dict
 from tests.support.counting_hooks import POST_REASONING_CALLS
 from tests.support.stack import Stack, final_of, kinds
 from tests.support.tools import Probe, probed_stack

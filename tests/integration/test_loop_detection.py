@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agentloop.loop_policy import LoopPolicy
+from agentloop.kernel.loop_policy import LoopPolicy
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 from tests.support.stack import Stack, final_of, start_stack

@@ -28,12 +28,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+from agentloop.kernel.serving import Server
+from agentloop.kernel.settings import TelemetrySettings, ToolSettings
+from agentloop.kernel.telemetry import Telemetry
+from agentloop.kernel.wellknown import duration
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
-from agentloop.serving import Server
-from agentloop.settings import TelemetrySettings, ToolSettings
-from agentloop.telemetry import Telemetry
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2, tools_pb2_grpc
-from agentloop.wellknown import duration
 from tests.support.bait import SECRET, bait_server
 from tests.support.processes import free_port
 from tests.support.stack import final_of, start_stack

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentloop.scripted_model import Script
-from gateway.memory import RECALL_CANDIDATES
+from gateway.loop.memory import RECALL_CANDIDATES
 from gateway.store import migrate
 from tests.support.postgres import fresh_postgres_database
 from tests.support.stack import final_of, start_stack

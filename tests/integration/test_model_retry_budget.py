@@ -16,9 +16,9 @@ import grpc
 import pytest
 from google.rpc import code_pb2, error_details_pb2
 
-from agentloop.errors import status_from_metadata
+from agentloop.kernel.errors import status_from_metadata
+from agentloop.kernel.settings import ReasonerSettings
 from agentloop.scripted_model import Fault, Recording, Scenario, Script, ScriptedModelServer, Turn
-from agentloop.settings import ReasonerSettings
 from agentloop.testing import kinds, running_stack
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.service import create_server

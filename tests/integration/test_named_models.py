@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from agentloop.errors import status_from_metadata
+from agentloop.kernel.errors import status_from_metadata
 from agentloop.scripted_model import Fault, Scenario, Script, ScriptedModelServer, ScriptedToolCall, Turn
 from agentloop.testing import Stack, final_of, running_stack
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.demo import Child
+from agentloop.cli.demo import Child
 
 pytestmark = pytest.mark.integration
 

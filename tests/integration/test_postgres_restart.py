@@ -32,7 +32,7 @@ from google.rpc import code_pb2
 from sqlalchemy import NullPool, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from agentloop.errors import status_from_metadata
+from agentloop.kernel.errors import status_from_metadata
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
 from gateway.store import tables

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from agentloop.kernel.settings import ReasonerSettings
 from agentloop.scripted_model import (
     Fault,
     Latency,
@@ -18,7 +19,6 @@ from agentloop.scripted_model import (
     ScriptedToolCall,
     Turn,
 )
-from agentloop.settings import ReasonerSettings
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc
 from reasoner_svc.service import create_server
 from tests.support.net import free_port

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from grpc_health.v1 import health_pb2
 
+from agentloop.kernel.settings import ReasonerSettings
 from agentloop.scripted_model import Latency, Scenario, Script, ScriptedModelServer, ScriptedToolCall, Turn
-from agentloop.settings import ReasonerSettings
 from agentloop.v1 import agent_pb2
 from reasoner_svc.service import create_server as create_reasoner
 from tests.fixtures.slow_tools import LOG_ENV

@@ -19,7 +19,7 @@ import pytest
 from agentloop.internal.v1 import checkpoint_pb2
 from agentloop.scripted_model import Scenario, Script, Turn
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
-from gateway.paging import PREVIEW_CHARS
+from gateway.journal.budget import PREVIEW_CHARS
 from gateway.store.base import CheckpointWrite, RunStatus
 from tests.support.stack import Stack, final_of, start_stack
 

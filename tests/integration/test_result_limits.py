@@ -7,8 +7,8 @@ import json
 import grpc
 import pytest
 
+from agentloop.kernel.serving import CHANNEL_OPTIONS
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
-from agentloop.serving import CHANNEL_OPTIONS
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
 from tests.support.stack import final_of, start_stack
 from tests.support.tools import make_registry

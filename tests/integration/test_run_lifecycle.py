@@ -23,7 +23,7 @@ from google.rpc import code_pb2
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.acting import tool_message
+from gateway.journal.closing import tool_message
 from gateway.store.base import CheckpointWrite, RunStatus
 from gateway.store.sql import SqlStore
 from tests.support.scripts import add_scenario

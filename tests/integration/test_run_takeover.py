@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from agentloop.errors import status_from_metadata
+from agentloop.kernel.errors import status_from_metadata
 from agentloop.v1 import agent_pb2, agent_pb2_grpc
 from gateway.store.base import RunStatus
 from gateway.store.sql import SqlStore

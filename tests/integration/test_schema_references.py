@@ -16,9 +16,9 @@ from typing import Any
 import grpc
 import pytest
 
+from agentloop.kernel.wellknown import dict_to_struct, struct_to_dict
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
-from agentloop.wellknown import dict_to_struct, struct_to_dict
 from tests.support.bait import SECRET, BaitServer, bait_file, bait_server
 from tests.support.stack import Stack, final_of, running_stack
 

@@ -9,12 +9,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from agentloop.cli import health
+from agentloop.cli.main import health
+from agentloop.kernel.security import Authenticator
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, TlsSettings, ToolSettings
+from agentloop.kernel.tls import open_channel
 from agentloop.scripted_model import Scenario, Script, ScriptedModelServer, ScriptedToolCall, Turn
-from agentloop.security import Authenticator, TlsSettings, open_channel
-from agentloop.settings import GatewaySettings, ReasonerSettings, ToolSettings
 from agentloop.v1 import agent_pb2, agent_pb2_grpc, common_pb2
-from gateway.service import create_server as create_gateway
+from gateway.api.server import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
 from tests.support.certs import make_certs
 from tests.support.scripts import add_scenario

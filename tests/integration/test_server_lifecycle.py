@@ -1,4 +1,4 @@
-"""Every service starts and stops through agentloop.serving.Server, in one order.
+"""Every service starts and stops through agentloop.kernel.serving.Server, in one order.
 
 Closing: health says NOT_SERVING, in-flight calls drain, then what the service opened
 closes newest first. A start that fails part way closes what it had already opened.
@@ -13,9 +13,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agentloop.serving import PortInUse, Server
-from agentloop.settings import GatewaySettings, ToolSettings
-from gateway.service import create_server as create_gateway
+from agentloop.kernel.serving import PortInUse, Server
+from agentloop.kernel.settings import GatewaySettings, ToolSettings
+from gateway.api.server import create_server as create_gateway
 from gateway.store.base import Store
 from gateway.store.factory import open_store
 from tool_svc.service import create_server as create_tools

@@ -11,7 +11,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agentloop.demo import Child
+from agentloop.cli.demo import Child
 from agentloop.scripted_model import Script
 from agentloop.v1 import common_pb2, reasoner_pb2, reasoner_pb2_grpc, tools_pb2, tools_pb2_grpc
 from tests.support.scripts import add_scenario

@@ -11,10 +11,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from agentloop.serving import Server
-from agentloop.settings import ToolSettings
+from agentloop.kernel.serving import Server
+from agentloop.kernel.settings import ToolSettings
+from agentloop.kernel.wellknown import duration
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
-from agentloop.wellknown import duration
 from tool_svc import ToolRegistry
 from tool_svc.builtins.calculator import calculator
 from tool_svc.builtins.sql import sql_tools

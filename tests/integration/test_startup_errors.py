@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.demo import ServiceExited, services
+from agentloop.cli.demo import ServiceExited, services
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration

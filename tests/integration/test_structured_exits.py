@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from agentloop.kernel.wellknown import dict_to_struct, struct_to_dict
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2
-from agentloop.wellknown import dict_to_struct, struct_to_dict
-from gateway.compression import SESSION_HEADER
+from gateway.loop.compression import SESSION_HEADER
 from tests.support.stack import Stack, final_of, start_stack
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import pytest
 
 from agentloop.scripted_model import Scenario, Script, ScriptedToolCall, Turn
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2
-from gateway.call_ids import MAX_CALL_ID_CHARS
+from gateway.loop.call_ids import MAX_CALL_ID_CHARS
 from tests.support.stack import final_of, start_stack
 from tests.support.tools import make_registry
 

@@ -13,10 +13,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agentloop.serving import Server
-from agentloop.settings import ToolSettings
+from agentloop.kernel.serving import Server
+from agentloop.kernel.settings import ToolSettings
+from agentloop.kernel.wellknown import duration
 from agentloop.v1 import common_pb2, tools_pb2, tools_pb2_grpc
-from agentloop.wellknown import duration
 from tool_svc import ToolRegistry, tool
 from tool_svc.builtins import default_registry
 from tool_svc.service import SERVICE_NAME, create_server

@@ -35,10 +35,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agentloop.demo import Child
+from agentloop.cli.demo import Child
+from agentloop.kernel.settings import GatewaySettings, ReasonerSettings, TelemetrySettings, ToolSettings
+from agentloop.kernel.telemetry import Telemetry
 from agentloop.scripted_model import DEMO_QUESTION, ScriptedModelServer, demo_script
-from agentloop.settings import GatewaySettings, ReasonerSettings, TelemetrySettings, ToolSettings
-from agentloop.telemetry import Telemetry
 from agentloop.v1 import (
     agent_pb2,
     agent_pb2_grpc,
@@ -48,7 +48,7 @@ from agentloop.v1 import (
     tools_pb2,
     tools_pb2_grpc,
 )
-from gateway.service import create_server as create_gateway
+from gateway.api.server import create_server as create_gateway
 from reasoner_svc.service import create_server as create_reasoner
 from tests.support.net import free_port
 from tests.support.waiting import assert_eventually

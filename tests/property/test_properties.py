@@ -32,10 +32,10 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from agentloop.kernel.settings import ToolSettings
+from agentloop.kernel.wellknown import dict_to_struct, duration
 from agentloop.scripted_model import Scenario, Script, Turn
-from agentloop.settings import ToolSettings
 from agentloop.v1 import agent_pb2, common_pb2, tools_pb2
-from agentloop.wellknown import dict_to_struct, duration
 from tests.support.postgres import fresh_postgres_database
 from tests.support.stack import Stack, start_stack
 from tool_svc import ToolRegistry, tool

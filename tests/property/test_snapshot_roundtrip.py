@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop.internal.v1 import checkpoint_pb2
-from agentloop.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
+from agentloop.kernel.settings import MIN_CONTEXT_BUDGET_TOKENS, GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.context import Calibration
-from gateway.snapshot import metadata_of, restore, to_record
-from gateway.state import RunConfig, RunFailure, RunState, StopReason
-from gateway.validation import resolved_options, run_config
+from gateway.journal.convert import metadata_of, restore, to_record
+from gateway.journal.state import RunConfig, RunFailure, RunState, StopReason
+from gateway.policies.context import Calibration
+from gateway.runs.options import resolved_options, run_config
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
 NAMES = st.sampled_from(["search", "fetch", "calc", "write"])

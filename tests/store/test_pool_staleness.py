@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from sqlalchemy import text
 
-from gateway.journal import with_store_retries
+from gateway.journal.run_journal import with_store_retries
 from gateway.store import engine as engine_module
 from gateway.store.engine import make_engine
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from agentloop.errors import FailedPrecondition, NotFound
 from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.kernel.errors import FailedPrecondition, NotFound
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.store.base import CheckpointWrite, LeaseLost, RunRow, RunStatus, ThreadBusy
 from gateway.store.scope import thread_key

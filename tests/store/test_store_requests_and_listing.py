@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from agentloop.errors import AlreadyExists, NotFound
 from agentloop.internal.v1 import checkpoint_pb2
+from agentloop.kernel.errors import AlreadyExists, NotFound
 from agentloop.v1 import agent_pb2, common_pb2
 from gateway.store.base import CheckpointWrite, RequestReplayed
 from gateway.store.sql import SqlStore

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from agentloop.v1 import common_pb2
-from gateway.hooks import Hook, HookContext
+from gateway.policies.hooks import Hook, HookContext
 
 POST_REASONING_CALLS: Counter[str] = Counter()
 """run id → how many times the post-reasoning hook saw one of its model messages."""

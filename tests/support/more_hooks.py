@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentloop.v1 import common_pb2
-from gateway.hooks import Hook, HookContext
+from gateway.policies.hooks import Hook, HookContext
 
 
 def _shout(ctx: HookContext, message: common_pb2.Message) -> common_pb2.Message:

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agentloop.demo import Child
+from agentloop.cli.demo import Child
 from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentloop.kernel.settings import ToolSettings
 from agentloop.scripted_model import Script
-from agentloop.settings import ToolSettings
 from agentloop.testing import Stack, running_stack
 from tool_svc import Conversation, RunMetadata, ThreadId, ToolRegistry, UserId, tool
 from tool_svc.builtins import default_registry

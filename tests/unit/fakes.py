@@ -1,6 +1,6 @@
 """In-process stand-ins for the Reasoner and the ToolService, and a run wired to a throwaway SQLite store.
 
-The fakes implement the two methods the loop uses of gateway/clients.py's
+The fakes implement the two methods the loop uses of gateway/deps/clients.py's
 ReasonerClient (`step`, `stream_step`) and ToolsClient (`execute`), so the
 graph and its nodes run unchanged, in milliseconds, with no network: the way
 a runner is tested against a fake model. The store is the real SQL store on a
@@ -20,11 +20,11 @@ from typing import Any, cast
 import pytest
 
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2, tools_pb2
-from gateway.clients import ReasonerClient, ToolsClient
-from gateway.events import EventSink
-from gateway.journal import RunJournal
-from gateway.run_context import RunContext
-from gateway.state import RunConfig, RunState
+from gateway.deps.clients import ReasonerClient, ToolsClient
+from gateway.journal.events import EventSink
+from gateway.journal.run_journal import RunJournal
+from gateway.journal.state import RunConfig, RunState
+from gateway.loop.run_context import RunContext
 from gateway.store.factory import open_store
 from gateway.store.sql import SqlStore
 

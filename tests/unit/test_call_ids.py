@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentloop.v1 import common_pb2
-from gateway.call_ids import MAX_CALL_ID_CHARS, make_call_ids_unique, storable
+from gateway.loop.call_ids import MAX_CALL_ID_CHARS, make_call_ids_unique, storable
 
 
 def message(*ids: str) -> common_pb2.Message:

@@ -7,9 +7,10 @@ import json
 import grpc
 import pytest
 
-from agentloop.channels import CHANNEL_OPTIONS, merge_options, service_config
-from agentloop.retry import RetryPolicy
-from agentloop.settings import GatewaySettings, SettingError, grpc_target
+from agentloop.kernel.channels import CHANNEL_OPTIONS, merge_options, service_config
+from agentloop.kernel.retry import RetryPolicy
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import GatewaySettings, grpc_target
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import pytest
 
 from agentloop.client import _convert
 from agentloop.client import events as ev
+from agentloop.kernel.wellknown import struct_to_dict
 from agentloop.v1 import agent_pb2, common_pb2
-from agentloop.wellknown import struct_to_dict
 
 EXPECTED = {
     "node_start": ev.NodeStarted,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agentloop.v1 import common_pb2
-from gateway.compression import plan, summary_message, transcript
-from gateway.context import Calibration, estimate_tokens, summary_range, view
+from gateway.loop.compression import plan, summary_message, transcript
+from gateway.policies.context import Calibration, estimate_tokens, summary_range, view
 
 S, U, A, T = common_pb2.ROLE_SYSTEM, common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.ROLE_TOOL
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentloop.v1 import common_pb2
-from gateway.context import estimate_tokens, trim
+from gateway.policies.context import estimate_tokens, trim
 
 S, U, A, T = common_pb2.ROLE_SYSTEM, common_pb2.ROLE_USER, common_pb2.ROLE_ASSISTANT, common_pb2.ROLE_TOOL
 

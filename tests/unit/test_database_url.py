@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop.settings import GatewaySettings, SettingError
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import GatewaySettings
 
 
 @pytest.mark.parametrize(

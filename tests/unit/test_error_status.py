@@ -6,7 +6,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 from grpc.aio import Metadata
 
-from agentloop.errors import (
+from agentloop.kernel.errors import (
     ERROR_DOMAIN,
     AgentloopError,
     FailedPrecondition,

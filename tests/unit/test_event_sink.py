@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink
+from gateway.journal.events import END_OF_RUN, RESERVE_BLOCK, TOKEN_COALESCE_BYTES, EventSink
 
 
 def drained(queue: object) -> list[agent_pb2.RunEvent]:

@@ -6,7 +6,7 @@ import asyncio
 
 import uvloop
 
-from agentloop import eventloop
+from agentloop.kernel import eventloop
 
 
 async def _loop_type() -> type:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop.errors import InvalidArgument
-from agentloop.settings import GatewaySettings
+from agentloop.kernel.errors import InvalidArgument
+from agentloop.kernel.settings import GatewaySettings
+from agentloop.kernel.wellknown import duration
 from agentloop.v1 import agent_pb2, common_pb2
-from agentloop.wellknown import duration
-from gateway.graph import EDGES, END, NODES, START, route_after_agent
-from gateway.snapshot import metadata_of
-from gateway.state import RunConfig, RunState, Update
-from gateway.validation import new_turn_messages, resolved_options, run_config
+from gateway.journal.convert import metadata_of
+from gateway.journal.state import RunConfig, RunState, Update
+from gateway.loop.graph import EDGES, END, NODES, START, route_after_agent
+from gateway.runs.options import new_turn_messages, resolved_options, run_config
 
 
 def _state() -> RunState:

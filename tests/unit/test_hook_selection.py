@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop.errors import InvalidArgument
-from agentloop.settings import GatewaySettings
+from agentloop.kernel.errors import InvalidArgument
+from agentloop.kernel.settings import GatewaySettings
 from agentloop.v1 import agent_pb2
-from gateway.hooks import HookRegistry
-from gateway.validation import resolved_options, run_config
+from gateway.policies.hooks import HookRegistry
+from gateway.runs.options import resolved_options, run_config
 
 MODULES = ("tests.support.counting_hooks", "tests.support.more_hooks")
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentloop.jsonlimits import JsonTooDeep, JsonTooLarge, json_depth, loads_bounded
+from agentloop.kernel.jsonlimits import JsonTooDeep, JsonTooLarge, json_depth, loads_bounded
 
 
 def nested(depth: int) -> str:

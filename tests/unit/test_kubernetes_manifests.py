@@ -17,7 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from agentloop.settings import grpc_target
+from agentloop.kernel.settings import grpc_target
 from tests.support.kustomize import (
     Manifest,
     UnsupportedKustomization,

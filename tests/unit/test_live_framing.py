@@ -7,8 +7,8 @@ from typing import cast
 import pytest
 
 from agentloop.v1 import agent_pb2
-from gateway.following import _Progress
-from gateway.live import (
+from gateway.runs.following import _Progress
+from gateway.runs.live import (
     LOST,
     MAX_BACKLOG,
     MAX_LIVE_EVENT_BYTES,
@@ -150,7 +150,7 @@ async def test_a_feed_drops_answers_to_replays_it_did_not_ask_for() -> None:
 async def test_an_owner_that_answers_late_is_asked_again_and_its_late_answer_dropped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("gateway.live.REPLAY_TIMEOUT_S", 0.01)
+    monkeypatch.setattr("gateway.runs.live.REPLAY_TIMEOUT_S", 0.01)
     sent: list[str] = []
 
     class Owner:
@@ -170,7 +170,7 @@ async def test_an_owner_that_answers_late_is_asked_again_and_its_late_answer_dro
 async def test_an_owner_that_never_answers_sends_the_watcher_to_the_store(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("gateway.live.REPLAY_TIMEOUT_S", 0.001)
+    monkeypatch.setattr("gateway.runs.live.REPLAY_TIMEOUT_S", 0.001)
     sent: list[str] = []
 
     class Owner:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from agentloop import logs
-from agentloop.logs import REDACTED, JsonFormatter, RedactingFilter, make_handler, secrets_from_env
+from agentloop.kernel import logs
+from agentloop.kernel.logs import REDACTED, JsonFormatter, RedactingFilter, make_handler, secrets_from_env
+from agentloop.kernel.settings import LogSettings
 
 API_KEY = "sk-proj-Abc123def456GHI789jkl"
 
@@ -150,7 +151,7 @@ def bare_root() -> Iterator[logging.Logger]:
 def configured(default_level: str, env: dict[str, str]) -> tuple[logging.Handler, int]:
     """The handler and level `logs.configure` installs on a bare root logger."""
     with bare_root() as root:
-        logs.configure(default_level, env)
+        logs.configure(default_level, LogSettings.from_env(env))
         [handler] = root.handlers
         return handler, root.level
 
@@ -180,7 +181,7 @@ def test_http_clients_log_each_request_only_at_debug(level: str, expected: int) 
     saved = root.handlers[:], root.level
     try:
         root.handlers = []
-        logs.configure(env={"AGENTLOOP_LOG_LEVEL": level})
+        logs.configure(settings=LogSettings.from_env({"AGENTLOOP_LOG_LEVEL": level}))
         assert [logging.getLogger(name).level for name in logs.PER_REQUEST_LOGGERS] == [expected] * 2
     finally:
         root.handlers, root.level = saved

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from agentloop.loop_policy import LoopPolicy, parse_policies, policy_of_spec
-from agentloop.settings import GatewaySettings, SettingError
+from agentloop.kernel.loop_policy import LoopPolicy, parse_policies, policy_of_spec
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import GatewaySettings
 from agentloop.v1 import agent_pb2, common_pb2
 from bench.loop_detection import ALLOWED_REPEATS, load_corpus, run_trace, summarize
-from gateway.loop_detection import LoopSettings, canonical, describe, detect_loop, rounds_of
+from gateway.policies.loop_detection import LoopSettings, canonical, describe, detect_loop, rounds_of
 from tool_svc import ToolRegistry, tool
 
 CallSpec = tuple[str, object, str]

@@ -9,7 +9,7 @@ from typing import Any
 import mcp_types
 import pytest
 
-from agentloop.settings import ToolSettings
+from agentloop.kernel.settings import ToolSettings
 from tool_svc.mcp_client import namespaced, result_text
 from tool_svc.mcp_config import MAX_CONFIG_BYTES, McpConfigError, load_mcp_config, parse_mcp_config
 from tool_svc.registry import NAME_PATTERN, ArgumentError, Tool, ToolRegistry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gateway.memory import memory_instruction
+from gateway.loop.memory import memory_instruction
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "memory.md"
 ROW = re.compile(r"^\| `(?P<message>[^`]+)` \| (?:`(?P<fact>[^`]+)`|\(nothing\)) \|$")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.memory import Memory, memory_instruction, rank
+from gateway.loop.memory import Memory, memory_instruction, rank
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.named_models import KEY_PLACEHOLDER, load_models
-from agentloop.settings import ReasonerSettings, SettingError
+from agentloop.kernel.named_models import KEY_PLACEHOLDER
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import ReasonerSettings
 
 ENV = {"OPENAI_BASE_URL": "http://default.test/v1", "OPENAI_API_KEY": "k-default", "AGENTLOOP_MODEL": "base"}
 
@@ -46,7 +47,7 @@ def test_a_toml_file_serves_its_models_beside_the_environments(tmp_path: Path) -
     path = tmp_path / "models.toml"
     path.write_text(TOML)
     settings = _settings(path, FAST_KEY="k-fast")
-    table = load_models(settings, {**ENV, "FAST_KEY": "k-fast"})
+    table = settings.model_table({**ENV, "FAST_KEY": "k-fast"})
     assert table.names == ["base", "fast", "local", "same-endpoint"]
     assert (table.default, table.open, table.source) == ("fast", False, str(path))
     fast = table.models["fast"]
@@ -80,14 +81,14 @@ def test_a_toml_file_serves_its_models_beside_the_environments(tmp_path: Path) -
 def test_a_json_file_reads_the_same(tmp_path: Path) -> None:
     path = tmp_path / "models.json"
     path.write_text(json.dumps({"models": {"r": {"protocol": "responses", "fallback": ["base"]}}}))
-    table = load_models(_settings(path), ENV)
+    table = _settings(path).model_table(ENV)
     assert table.default == "base"
     assert table.models["r"].protocol == "responses"
 
 
 def test_without_a_file_any_name_goes_to_the_one_endpoint() -> None:
     settings = dataclasses.replace(_settings(None), protocol="responses")
-    table = load_models(settings, ENV)
+    table = settings.model_table(ENV)
     assert table.open
     assert table.names == ["base"]
     other = table.get("gpt-4o")

@@ -1,12 +1,16 @@
-"""Page tokens, page budgets and cut messages (gateway.paging), without a gateway."""
+"""Page tokens (gateway.api.paging), response budgets and cut messages (gateway.journal.budget).
+
+Without a gateway.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from agentloop.errors import InvalidArgument
+from agentloop.kernel.errors import InvalidArgument
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway.paging import RESPONSE_BYTES, PageTokens, bounded_final, cut_text, message_part, page_size
+from gateway.api.paging import PageTokens, page_size
+from gateway.journal.budget import RESPONSE_BYTES, bounded_final, cut_text, message_part
 
 TOKENS = PageTokens(b"k" * 32)
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agentloop import settings
-from agentloop.cli import _parser
+from agentloop.cli.main import _parser
+from agentloop.kernel import settings
 from agentloop.scripted_model.cli import build_parser as model_parser
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentloop.errors import InvalidArgument
+from agentloop.kernel.errors import InvalidArgument
 from agentloop.v1 import common_pb2, reasoner_pb2
 from reasoner_svc.assembly import AnswerReader, MalformedAnswer, result_from_completion
 from reasoner_svc.convert import request_kwargs

@@ -14,7 +14,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
-from agentloop.request_checks import DECODE_DEPTH_LIMIT, check_request, undecodable
+from agentloop.kernel.request_checks import DECODE_DEPTH_LIMIT, check_request, undecodable
 from agentloop.v1 import agent_pb2, common_pb2, reasoner_pb2, tools_pb2
 
 _JSON = {d.full_name for d in (struct_pb2.Struct.DESCRIPTOR, struct_pb2.Value.DESCRIPTOR)}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.errors import InvalidArgument, ResourceExhausted, Unavailable
+from agentloop.kernel.errors import InvalidArgument, ResourceExhausted, Unavailable
 from agentloop.v1 import common_pb2, reasoner_pb2
 from reasoner_svc.assembly import EndpointError, MalformedAnswer
 from reasoner_svc.convert import OUTPUT_FIELD, message_to_openai

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop import retry
 from agentloop.client import AgentClient
-from agentloop.retry import STORE_BACKOFF, Backoff, RetryPolicy
-from agentloop.settings import GatewaySettings
+from agentloop.kernel import retry
+from agentloop.kernel.retry import STORE_BACKOFF, Backoff, RetryPolicy
+from agentloop.kernel.settings import GatewaySettings
 
 
 def test_without_jitter_each_wait_doubles() -> None:

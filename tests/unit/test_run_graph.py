@@ -12,15 +12,15 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from agentloop.errors import Unavailable
+from agentloop.kernel.errors import Unavailable
 from agentloop.v1 import agent_pb2
-from gateway import acting
-from gateway.graph import run_graph
-from gateway.snapshot import metadata_of, restore
-from gateway.state import (
+from gateway.journal.convert import metadata_of, restore
+from gateway.journal.state import (
     RunState,
     StopReason,
 )
+from gateway.loop import acting
+from gateway.loop.graph import run_graph
 from gateway.store.base import RunStatus
 from tests.unit.fakes import OWNER, FakeReasoner, FakeTools, Harness, asks, call, kinds, new_run, says
 

@@ -7,11 +7,12 @@ import sys
 
 import pytest
 
-from agentloop.call_limits import CallLimits, peer_host
-from agentloop.channels import connection_cap, limit_options
-from agentloop.errors import ResourceExhausted
-from agentloop.settings import GATEWAY_LIMITS, GatewaySettings, ServerLimits, SettingError
-from gateway.shares import RunShares
+from agentloop.kernel.call_limits import CallLimits, peer_host
+from agentloop.kernel.channels import connection_cap, limit_options
+from agentloop.kernel.errors import ResourceExhausted
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import GATEWAY_LIMITS, GatewaySettings, ServerLimits
+from gateway.runs.shares import RunShares
 
 
 @pytest.mark.parametrize(
@@ -106,7 +107,7 @@ def test_call_limits_count_per_address_and_in_all() -> None:
 def test_a_served_process_lifts_its_descriptor_limit_to_the_hard_one() -> None:
     code = (
         "import resource\n"
-        "from agentloop.serving import open_file_limit, raise_open_file_limit\n"
+        "from agentloop.kernel.serving import open_file_limit, raise_open_file_limit\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))\n"
         "raise_open_file_limit()\n"

@@ -10,8 +10,9 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentloop.settings import SettingError, TelemetrySettings
-from agentloop.telemetry import Telemetry
+from agentloop.kernel.setting_errors import SettingError
+from agentloop.kernel.settings import TelemetrySettings
+from agentloop.kernel.telemetry import Telemetry
 
 
 def test_defaults_export_nothing() -> None:

@@ -7,8 +7,10 @@ import json
 from collections.abc import Awaitable, Callable
 
 from agentloop.v1 import agent_pb2, common_pb2
-from gateway import acting
-from gateway.acting import (
+from gateway.journal import closing
+from gateway.journal.state import StopReason, Update
+from gateway.loop import acting
+from gateway.loop.acting import (
     _Round,
     approval_gate,
     as_approved,
@@ -20,8 +22,7 @@ from gateway.acting import (
     screen,
     tools,
 )
-from gateway.run_context import FINAL_ANSWER_TOOL
-from gateway.state import StopReason, Update
+from gateway.loop.run_context import FINAL_ANSWER_TOOL
 from tests.support.waiting import assert_eventually
 from tests.unit.fakes import FakeTools, Harness, asks, call, kinds, new_run
 
@@ -207,4 +208,4 @@ async def test_a_resumed_round_runs_only_its_unfinished_calls(new_run: NewRun) -
     assert [[c.id for c in batch] for batch in h.tools.batches] == [["c2"]]
     assert [m.content for m in update.messages] == ["from before the crash", "add: 2"]
     assert [c.id for c in update.tool_calls] == ["c1", "c2"]
-    assert acting.CANCELLED_RESULT not in {m.content for m in update.messages}
+    assert closing.CANCELLED_RESULT not in {m.content for m in update.messages}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentloop.untrusted_schema import (
+from agentloop.kernel.untrusted_schema import (
     MAX_REFERENCE_STEPS,
     MAX_REFERENCES,
     SchemaRefused,

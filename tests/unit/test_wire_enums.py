@@ -9,10 +9,10 @@ import grpc
 import pytest
 
 from agentloop.v1 import agent_pb2
-from gateway import state
-from gateway.events import code_value, decision_kind_value, status_code, stop_reason_value
+from gateway.journal import state
+from gateway.journal.convert import code_value, decision_kind_value, status_code, stop_reason_value
 
-GATEWAY = Path(state.__file__).parent
+GATEWAY = Path(state.__file__).parents[1]
 # decision("kind", ...) and f"{what}_failed" with the names the compression module passes.
 LITERAL = re.compile(r'decision\(\s*"([a-z_]+)"')
 FAILED_CALLS = re.compile(r'_one_call\([^)]*"([a-z_]+)"\)')
@@ -20,7 +20,7 @@ FAILED_CALLS = re.compile(r'_one_call\([^)]*"([a-z_]+)"\)')
 
 def emitted_kinds() -> set[str]:
     kinds: set[str] = set()
-    for source in GATEWAY.glob("*.py"):
+    for source in GATEWAY.rglob("*.py"):
         text = source.read_text()
         kinds.update(LITERAL.findall(text))
         kinds.update(f"{what}_failed" for what in FAILED_CALLS.findall(text))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentloop.settings import ToolSettings
+from agentloop.kernel.settings import ToolSettings
 from tool_svc.builtins.calculator import calculator
 from tool_svc.builtins.clock import current_time
 from tool_svc.builtins.sql import sql_tools

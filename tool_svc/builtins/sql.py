@@ -41,6 +41,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentloop.kernel.settings import cache_home
 from tool_svc.registry import NextStep, Tool, tool
 
 T = TypeVar("T")
@@ -136,8 +137,7 @@ QUERY_NEXT_STEPS = (
 
 def default_database_path() -> Path:
     """Where the sample database is built when AGENTLOOP_SQL_DATABASE is not set."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "agentloop" / "sample.db"
+    return cache_home() / "agentloop" / "sample.db"
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
