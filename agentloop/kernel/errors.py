@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
 
 # The ErrorInfo domain of every error agentloop raises.
-ERROR_DOMAIN = "agentloop.cli.dev"
+ERROR_DOMAIN = "agentloop.dev"
 # What RetryInfo suggests when the raiser does not know better.
 DEFAULT_RETRY_DELAY_S = 1.0
 # The codes whose errors tell the client when to try again.

@@ -125,7 +125,7 @@ test('an unknown run comes with ErrorInfo RUN_NOT_FOUND', async () => {
   assert.equal(error.code, grpc.status.NOT_FOUND);
   const info = only(statusDetails(error), 'google.rpc.ErrorInfo');
   assert.equal(info.reason, 'RUN_NOT_FOUND');
-  assert.equal(info.domain, 'agentloop.cli.dev');
+  assert.equal(info.domain, 'agentloop.dev');
   assert.equal(info.metadata.run_id, 'no-such-run');
 });
 
